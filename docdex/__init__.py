@@ -1,0 +1,1 @@
+"""docdex: documentation search for AI agents."""

@@ -1,0 +1,320 @@
+"""The `docdex` command: a thin argparse layer over the application modules."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from docdex import inspection
+from docdex.config import (
+    DEFAULT_INCLUDE,
+    Config,
+    ConfigError,
+    SourceConfig,
+    default_data_dir,
+    load_config,
+    save_config,
+    validate_source_name,
+)
+from docdex.index_format.layout import DataDir, IndexFormatError
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+class CommandError(Exception):
+    """A failure to report as one line, without a traceback."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "run", None):
+        parser.print_help()
+        return EXIT_USAGE
+    data = DataDir(Path(args.data).expanduser().resolve() if args.data else default_data_dir())
+    try:
+        return args.run(data, args) or EXIT_OK
+    except (CommandError, ConfigError, IndexFormatError) as exc:
+        print(f"docdex: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="docdex", description="Documentation search for AI agents, from markdown in git."
+    )
+    parser.add_argument(
+        "--data", help="data directory (default: $DOCDEX_DATA or $XDG_DATA_HOME/docdex)"
+    )
+    commands = parser.add_subparsers(metavar="COMMAND")
+    _add_source_commands(commands)
+    _add_index_commands(commands)
+    _add_inspect_commands(commands)
+    _add_query_commands(commands)
+    return parser
+
+
+def _command(commands, name: str, run: Callable, help: str) -> argparse.ArgumentParser:
+    sub = commands.add_parser(name, help=help, description=help)
+    sub.set_defaults(run=run)
+    return sub
+
+
+def _json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _print_json(value: object) -> None:
+    sys.stdout.write(msgspec.json.format(msgspec.json.encode(value).decode(), indent=2) + "\n")
+
+
+# --- sources -------------------------------------------------------------------------------
+
+
+def _add_source_commands(commands) -> None:
+    source = commands.add_parser("source", help="add, list or remove sources")
+    sub = source.add_subparsers(metavar="ACTION")
+    add = _command(sub, "add", cmd_source_add, "register a git repository as a source")
+    add.add_argument("name")
+    add.add_argument("location", help="bare repository, checkout, or git URL")
+    add.add_argument("--branch", default="", help="branch to index (default: HEAD's)")
+    add.add_argument("--include", action="append", metavar="GLOB",
+                     help=f"files to index (repeatable; default: {' '.join(DEFAULT_INCLUDE)})")
+    add.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                     help="files to skip (repeatable)")
+    listing = _command(sub, "list", cmd_source_list, "list the configured sources")
+    _json_flag(listing)
+    remove = _command(sub, "remove", cmd_source_remove,
+                      "remove a source (its documents leave the next version)")
+    remove.add_argument("name")
+
+
+def cmd_source_add(data: DataDir, args) -> int:
+    from docdex.indexer.gitsource import GitSourceError, source_kind
+
+    name = validate_source_name(args.name)
+    location = args.location
+    try:
+        kind = source_kind(location)
+    except GitSourceError as exc:
+        raise CommandError(str(exc)) from None
+    if kind != "remote":
+        location = str(Path(location).expanduser().resolve())
+    data.ensure()
+    config = load_config(data)
+    if any(s.name == name for s in config.sources):
+        raise CommandError(f"source {name!r} already exists; remove it first to change it")
+    source = SourceConfig(name=name, location=location, branch=args.branch,
+                          include=args.include or list(DEFAULT_INCLUDE), exclude=args.exclude)
+    save_config(data, msgspec.structs.replace(config, sources=[*config.sources, source]))
+    print(f"added source {name} ({kind}: {location}); run `docdex index {name}` to index it")
+    return EXIT_OK
+
+
+def cmd_source_list(data: DataDir, args) -> int:
+    config = load_config(data)
+    if args.json:
+        _print_json(config.sources)
+        return EXIT_OK
+    if not config.sources:
+        print(config.describe_sources())
+    for s in config.sources:
+        branch = s.branch or "(HEAD branch)"
+        print(f"{s.name}\t{s.location}\t{branch}\tinclude={','.join(s.include)}"
+              + (f"\texclude={','.join(s.exclude)}" if s.exclude else ""))
+    return EXIT_OK
+
+
+def cmd_source_remove(data: DataDir, args) -> int:
+    config = load_config(data)
+    config.source(args.name)  # raises with the list of valid names
+    kept = [s for s in config.sources if s.name != args.name]
+    save_config(data, msgspec.structs.replace(config, sources=kept))
+    print(f"removed source {args.name}; its documents leave the next version (`docdex index`)")
+    return EXIT_OK
+
+
+# --- indexing ------------------------------------------------------------------------------
+
+
+def _add_index_commands(commands) -> None:
+    index = _command(commands, "index", cmd_index, "index sources now (incrementally)")
+    index.add_argument("names", nargs="*", metavar="NAME", help="sources (default: all)")
+    index.add_argument("--full", action="store_true",
+                       help="re-read every file (vectors of unchanged text are still reused)")
+    _json_flag(index)
+    gc = _command(commands, "gc", cmd_gc, "delete old versions and unreferenced files")
+    _json_flag(gc)
+
+
+def cmd_index(data: DataDir, args) -> int:
+    from docdex.indexer.pipeline import IndexingError, index_sources
+
+    config = load_config(data)
+    if not config.sources and not args.names:
+        raise CommandError(config.describe_sources())
+    try:
+        report = index_sources(
+            data, config, args.names or None, full=args.full,
+            on_wait=lambda pid: print(f"waiting for the running indexer (pid {pid})...",
+                                      file=sys.stderr),
+        )
+    except IndexingError as exc:
+        raise CommandError(str(exc)) from None
+    if args.json:
+        _print_json(report)
+    else:
+        _print_run(report)
+    return EXIT_ERROR if any(s.status == "failed" for s in report.sources) else EXIT_OK
+
+
+def _print_run(report) -> None:
+    for s in report.sources:
+        line = f"{s.name}: {s.status}"
+        if s.status in ("indexed", "branch-deleted", "removed"):
+            line += (f" — files +{s.added} ~{s.modified} -{s.deleted} >{s.renamed}; "
+                     f"chunks embedded {s.chunks_embedded}, reused {s.chunks_reused}")
+        if s.commit:
+            line += f" @ {s.commit[:12]}"
+        print(line)
+        if s.error:
+            print(f"  error: {s.error}")
+        for problem in s.problems:
+            print(f"  skipped {problem.path}: {problem.problem}")
+    if report.published:
+        print(f"published version {report.version} ({report.chunks} chunks, "
+              f"{report.segments} segments{', compacted' if report.compacted else ''}) "
+              f"in {report.took_s:.1f}s")
+    else:
+        print(f"nothing changed; version {report.version} stays current")
+
+
+def cmd_gc(data: DataDir, args) -> int:
+    from docdex.indexer.gc import collect_garbage
+    from docdex.indexer.lock import writer_lock
+
+    data.check()
+    with writer_lock(data):
+        report = collect_garbage(data, load_config(data).settings.keep_versions)
+    if args.json:
+        _print_json(report)
+    else:
+        print(f"kept versions {report.kept_versions}; deleted {report.deleted_files} entries, "
+              f"{report.freed_bytes / 1e6:.1f} MB")
+    return EXIT_OK
+
+
+# --- inspection ----------------------------------------------------------------------------
+
+
+def _add_inspect_commands(commands) -> None:
+    inspect = _command(commands, "inspect", cmd_inspect_versions,
+                       "show versions, a source, or a document")
+    _json_flag(inspect)
+    sub = inspect.add_subparsers(metavar="WHAT")
+    source = _command(sub, "source", cmd_inspect_source, "a source's state and pages")
+    source.add_argument("name")
+    _json_flag(source)
+    doc = _command(sub, "doc", cmd_inspect_doc, "a document's chunks")
+    doc.add_argument("doc_id", metavar="DOC_ID", help="SOURCE:PATH")
+    _json_flag(doc)
+
+
+def cmd_inspect_versions(data: DataDir, args) -> int:
+    versions = inspection.versions(data)
+    if args.json:
+        _print_json(versions)
+        return EXIT_OK
+    if not versions:
+        print("no published version yet; run `docdex index`")
+    for v in versions:
+        mark = "*" if v.current else " "
+        commits = ", ".join(f"{n}@{c[:12] or '-'}" for n, c in sorted(v.commits.items()))
+        print(f"{mark} version {v.version}  {v.created_at}  {v.segments} segments  "
+              f"{v.chunks} chunks  {v.vectors} vectors  {v.bytes / 1e6:.1f} MB  {commits}")
+    return EXIT_OK
+
+
+def cmd_inspect_source(data: DataDir, args) -> int:
+    info = inspection.source(data, args.name)
+    if args.json:
+        _print_json(info)
+        return EXIT_OK
+    s = info.state
+    print(f"{s.name} ({s.kind}) {s.location}\n  branch {s.branch} @ {s.commit or '-'}\n"
+          f"  indexed {s.indexed_at}: {s.files} files, {s.chunks} chunks")
+    if s.last_error:
+        print(f"  last error: {s.last_error}")
+    for problem in info.problems:
+        print(f"  problem {problem.path}: {problem.problem}")
+    for path in info.pages:
+        print(f"  {path}")
+    return EXIT_OK
+
+
+def cmd_inspect_doc(data: DataDir, args) -> int:
+    info = inspection.document(data, args.doc_id)
+    if args.json:
+        _print_json(info)
+        return EXIT_OK
+    p = info.page
+    print(f"{p.doc_id}: {p.title}\n  created {p.created}, modified {p.modified} "
+          f"({p.commit[:12]}), {p.size} bytes")
+    for c in info.chunks:
+        print(f"  {c.chunk_id}  lines {c.start_line}-{c.end_line}  {c.windows} windows  "
+              f"{c.chars} chars  {c.breadcrumb}")
+    return EXIT_OK
+
+
+# --- querying and serving ------------------------------------------------------------------
+
+
+def _add_query_commands(commands) -> None:
+    search = _command(commands, "search", cmd_search, "search the index without a server")
+    search.add_argument("query")
+    search.add_argument("--source", default="")
+    search.add_argument("--path-prefix", default="")
+    search.add_argument("-n", "--num-results", type=int, default=10)
+    _json_flag(search)
+    evaluate = _command(commands, "eval", cmd_eval, "score retrieval on a query file")
+    evaluate.add_argument("queries", metavar="QUERIES.jsonl")
+    evaluate.add_argument("--source", required=True)
+    evaluate.add_argument("-k", type=int, default=3)
+    evaluate.add_argument("--dump", metavar="FILE", help="write each query's ranked hits")
+    _json_flag(evaluate)
+    serve = _command(commands, "serve", cmd_serve, "run the MCP server")
+    serve.add_argument("--host", default=os.environ.get("DOCDEX_HOST", "127.0.0.1"))
+    serve.add_argument("--port", type=int, default=int(os.environ.get("DOCDEX_PORT", "8085")))
+    serve.add_argument("--insecure", action="store_true",
+                       help="allow a non-loopback address without DOCDEX_TOKEN")
+
+
+def cmd_search(data: DataDir, args) -> int:
+    from docdex.server.cli_search import run_search_command
+
+    return run_search_command(data, args.query, args.source, args.path_prefix,
+                              args.num_results, args.json)
+
+
+def cmd_eval(data: DataDir, args) -> int:
+    from docdex.server.evaluate import run_eval_command
+
+    return run_eval_command(str(data.root), args.queries, args.source, args.k, args.json,
+                            args.dump)
+
+
+def cmd_serve(data: DataDir, args) -> int:
+    from docdex.server.app import serve
+
+    return serve(data, host=args.host, port=args.port, insecure=args.insecure)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

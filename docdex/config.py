@@ -1,0 +1,124 @@
+"""Configuration: the data directory and its docdex.toml (settings and sources)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from pathlib import Path
+
+import msgspec
+
+from docdex.index_format.layout import DataDir, write_atomic
+from docdex.index_format.model import ChunkerSettings
+
+DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown"]
+SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+class ConfigError(Exception):
+    """The configuration, or a change asked of it, is not valid."""
+
+
+class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    keep_versions: int = 3
+    budget_chars: int = 1500
+    section_levels: int = 3
+    min_alnum: int = 25
+    window_tokens: int = 250
+    window_overlap: int = 40
+    max_file_bytes: int = 2_000_000
+    max_segments: int = 4  # more than this many dense segments triggers a compaction
+    threads: int = 0  # embedder threads; 0 = all cores
+    nice: int = 10  # niceness of background indexing (worker)
+
+    def chunker(self) -> ChunkerSettings:
+        return ChunkerSettings(
+            budget_chars=self.budget_chars,
+            section_levels=self.section_levels,
+            min_alnum=self.min_alnum,
+        )
+
+
+class SourceConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    name: str
+    location: str
+    branch: str = ""  # empty: the repository's HEAD branch
+    include: list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_INCLUDE))
+    exclude: list[str] = []
+    poll_interval: int = 1800  # seconds, remote sources only
+
+
+class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    settings: Settings = Settings()
+    sources: list[SourceConfig] = []
+
+    def source(self, name: str) -> SourceConfig:
+        for source in self.sources:
+            if source.name == name:
+                return source
+        raise ConfigError(f"unknown source {name!r}; {self.describe_sources()}")
+
+    def describe_sources(self) -> str:
+        if not self.sources:
+            return "no sources are configured (add one with `docdex source add NAME LOCATION`)"
+        return "configured sources: " + ", ".join(s.name for s in self.sources)
+
+
+def default_data_dir() -> Path:
+    if env := os.environ.get("DOCDEX_DATA"):
+        return Path(env)
+    xdg = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
+    return Path(xdg) / "docdex"
+
+
+def load_config(data: DataDir) -> Config:
+    try:
+        raw = tomllib.loads(data.config.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return Config()
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{data.config} is not valid TOML: {exc}") from None
+    try:
+        return msgspec.convert(raw, Config)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{data.config}: {exc}") from None
+
+
+def save_config(data: DataDir, config: Config) -> None:
+    data.root.mkdir(parents=True, exist_ok=True)
+    write_atomic(data.config, to_toml(config).encode("utf-8"))
+
+
+def validate_source_name(name: str) -> str:
+    if not SOURCE_NAME.fullmatch(name):
+        raise ConfigError(
+            f"invalid source name {name!r}: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+def to_toml(config: Config) -> str:
+    """TOML for our own flat structure (tables of scalars and string lists)."""
+    lines = ["[settings]"]
+    lines += _toml_pairs(msgspec.to_builtins(config.settings))
+    for source in config.sources:
+        lines += ["", "[[sources]]"]
+        lines += _toml_pairs(msgspec.to_builtins(source))
+    return "\n".join(lines) + "\n"
+
+
+def _toml_pairs(table: dict[str, object]) -> list[str]:
+    return [f"{key} = {_toml_value(value)}" for key, value in table.items()]
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a TOML basic string

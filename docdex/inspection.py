@@ -1,0 +1,124 @@
+"""Read-only views of a data directory for `docdex inspect` (and the server's listings)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from docdex.index_format.layout import DataDir, IndexFormatError
+from docdex.index_format.model import FileProblem, Manifest, PageRecord, SourceState
+from docdex.index_format.store import (
+    current_version,
+    directory_bytes,
+    list_versions,
+    load_manifest,
+    load_pages,
+    load_segment,
+)
+
+
+class VersionInfo(msgspec.Struct):
+    version: int
+    current: bool
+    created_at: str
+    commits: dict[str, str]
+    segments: int
+    chunks: int
+    vectors: int
+    bytes: int
+
+
+class ChunkInfo(msgspec.Struct):
+    chunk_id: str
+    headings: list[str]
+    breadcrumb: str
+    start_line: int
+    end_line: int
+    windows: int
+    chars: int
+
+
+class DocInfo(msgspec.Struct):
+    page: PageRecord
+    chunks: list[ChunkInfo]
+
+
+class SourceInfo(msgspec.Struct):
+    state: SourceState
+    pages: list[str]
+    problems: list[FileProblem]
+
+
+def versions(data: DataDir) -> list[VersionInfo]:
+    data.check()
+    current = current_version(data)
+    out = []
+    for version in list_versions(data):
+        if current is None or version > current:
+            continue  # never published
+        manifest = load_manifest(data, version)
+        out.append(_version_info(data, manifest, version == current))
+    return out
+
+
+def _version_info(data: DataDir, manifest: Manifest, is_current: bool) -> VersionInfo:
+    text_bytes = directory_bytes(data.text_index(manifest.text_index))
+    return VersionInfo(
+        version=manifest.version,
+        current=is_current,
+        created_at=manifest.created_at,
+        commits={name: s.commit for name, s in manifest.sources.items()},
+        segments=len(manifest.segments),
+        chunks=manifest.chunks,
+        vectors=manifest.windows,
+        bytes=text_bytes + sum(s.bytes for s in manifest.segments),
+    )
+
+
+def current_manifest(data: DataDir) -> Manifest:
+    data.check()
+    version = current_version(data)
+    if version is None:
+        raise IndexFormatError(f"{data.root} has no published version yet; run `docdex index`")
+    return load_manifest(data, version)
+
+
+def source(data: DataDir, name: str) -> SourceInfo:
+    manifest = current_manifest(data)
+    state = manifest.sources.get(name)
+    if state is None:
+        known = ", ".join(sorted(manifest.sources)) or "none"
+        raise IndexFormatError(f"source {name!r} is not in the index (indexed sources: {known})")
+    pages = load_pages(data, state.pages_file)
+    return SourceInfo(state=state, pages=[p.path for p in pages], problems=state.problems)
+
+
+def document(data: DataDir, doc_id: str) -> DocInfo:
+    manifest = current_manifest(data)
+    name, _, path = doc_id.partition(":")
+    state = manifest.sources.get(name)
+    page = None
+    if state is not None:
+        page = next((p for p in load_pages(data, state.pages_file) if p.path == path), None)
+    if page is None:
+        raise IndexFormatError(
+            f"no document {doc_id!r} in version {manifest.version} "
+            "(ids look like SOURCE:PATH, e.g. docs:guide/install.md)"
+        )
+    segments: dict[str, list] = {}
+    chunks = []
+    for ref in page.chunks:
+        if ref.segment not in segments:
+            segments[ref.segment] = load_segment(data, ref.segment, manifest.embedder.dim).chunks
+        chunk = segments[ref.segment][ref.index]
+        chunks.append(
+            ChunkInfo(
+                chunk_id=chunk.chunk_id,
+                headings=chunk.headings,
+                breadcrumb=" › ".join(chunk.headings),
+                start_line=chunk.start_line,
+                end_line=chunk.end_line,
+                windows=chunk.window_count,
+                chars=len(chunk.text),
+            )
+        )
+    return DocInfo(page=page, chunks=chunks)

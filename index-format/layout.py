@@ -1,0 +1,138 @@
+"""Where things live inside a docdex data directory, and writing files so a crash cannot
+leave a half-written one behind."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .model import FORMAT_MAJOR
+
+MARKER = "DOCDEX"
+VERSION_DIGITS = 8
+
+
+class IndexFormatError(Exception):
+    """The data directory or a version in it cannot be read as a docdex index."""
+
+
+class DataDir:
+    """Paths of one data directory. It holds nothing but the root, so it is cheap to pass."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def __repr__(self) -> str:
+        return f"DataDir({str(self.root)!r})"
+
+    @property
+    def config(self) -> Path:
+        return self.root / "docdex.toml"
+
+    @property
+    def marker(self) -> Path:
+        return self.root / MARKER
+
+    @property
+    def current(self) -> Path:
+        return self.root / "CURRENT"
+
+    @property
+    def versions(self) -> Path:
+        return self.root / "versions"
+
+    @property
+    def segments(self) -> Path:
+        return self.root / "segments"
+
+    @property
+    def text(self) -> Path:
+        return self.root / "text"
+
+    @property
+    def pages(self) -> Path:
+        return self.root / "pages"
+
+    @property
+    def state(self) -> Path:
+        """Mutable run state (locks, queue, metrics): never part of a version."""
+        return self.root / "state"
+
+    def manifest(self, version: int) -> Path:
+        return self.versions / f"{version:0{VERSION_DIGITS}d}.json"
+
+    def segment(self, segment_id: str) -> Path:
+        return self.segments / segment_id
+
+    def text_index(self, name: str) -> Path:
+        return self.text / name
+
+    def pages_file(self, name: str) -> Path:
+        return self.pages / name
+
+    def ensure(self) -> None:
+        """Create the directory tree, refusing a non-empty directory that is not docdex's."""
+        if self.root.exists() and not self.marker.exists():
+            if not self.root.is_dir():
+                raise IndexFormatError(f"data directory {self.root} is not a directory")
+            foreign = [p.name for p in self.root.iterdir() if p.name != "docdex.toml"]
+            if foreign:
+                raise IndexFormatError(
+                    f"{self.root} is not empty and is not a docdex data directory "
+                    f"(no {MARKER} file; found {', '.join(sorted(foreign)[:3])}); "
+                    "choose another --data directory"
+                )
+        for path in (self.root, self.versions, self.segments, self.text, self.pages, self.state):
+            path.mkdir(parents=True, exist_ok=True)
+        if not self.marker.exists():
+            write_atomic(self.marker, f"docdex index format {FORMAT_MAJOR}\n".encode())
+
+    def check(self) -> None:
+        """Raise a clear error when this is not a docdex data directory."""
+        if not self.root.is_dir():
+            raise IndexFormatError(
+                f"data directory {self.root} does not exist; "
+                "set one up with `docdex source add NAME LOCATION` (or pass --data DIR)"
+            )
+        if not self.marker.exists():
+            raise IndexFormatError(
+                f"{self.root} is not a docdex data directory (no {MARKER} file)"
+            )
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(path: Path) -> None:
+    """fsync every file under `path`, then the directories, deepest first."""
+    for dirpath, _dirs, files in os.walk(path, topdown=False):
+        for name in files:
+            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_dir(Path(dirpath))
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write under a temporary name, fsync, rename over `path`, fsync the directory."""
+    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    with open(tmp, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def publish_dir(tmp: Path, final: Path) -> None:
+    """Make a fully written temporary directory visible under its final name."""
+    fsync_tree(tmp)
+    os.replace(tmp, final)
+    fsync_dir(final.parent)

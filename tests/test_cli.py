@@ -1,0 +1,125 @@
+"""The `docdex` command as a user runs it: sources, index, inspect, gc, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from gitrepo import Workspace, git
+
+from docdex.cli import main
+from docdex.index_format.layout import DataDir
+from docdex.index_format.store import current_version, load_current
+
+DOCDEX = [sys.executable, "-m", "docdex.cli"]
+
+
+def docdex(data: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [*DOCDEX, "--data", str(data), *args], capture_output=True, text=True, check=False
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"docdex {' '.join(args)} failed: {result.stderr}")
+    return result
+
+
+def test_cli_usage_errors_are_one_line(tmp_path, capsys):
+    data = str(tmp_path / "data")
+    assert main(["--data", data, "source", "remove", "nope"]) == 1
+    assert "unknown source 'nope'" in capsys.readouterr().err
+    assert main(["--data", data, "source", "add", "../bad", str(tmp_path)]) == 1
+    assert "invalid source name" in capsys.readouterr().err
+    assert main(["--data", data, "source", "add", "x", str(tmp_path)]) == 1
+    assert "not a git repository" in capsys.readouterr().err
+    assert main(["--data", data, "index"]) == 1
+    assert "no sources are configured" in capsys.readouterr().err
+    assert main(["--data", str(tmp_path / "nowhere"), "inspect"]) == 1
+    assert "does not exist; set one up with `docdex source add" in capsys.readouterr().err
+    DataDir(data).ensure()
+    assert main(["--data", data, "inspect", "doc", "x:y.md"]) == 1
+    assert "no published version" in capsys.readouterr().err
+
+
+def test_source_commands_round_trip(tmp_path, capsys):
+    ws = Workspace(tmp_path / "repo")
+    data = str(tmp_path / "data")
+    assert main(["--data", data, "source", "add", "docs", str(ws.bare), "--branch", "main",
+                 "--exclude", "drafts/**"]) == 0
+    assert main(["--data", data, "source", "add", "docs", str(ws.bare)]) == 1
+    capsys.readouterr()
+    assert main(["--data", data, "source", "list", "--json"]) == 0
+    [source] = json.loads(capsys.readouterr().out)
+    assert source["location"] == str(ws.bare) and source["exclude"] == ["drafts/**"]
+    assert source["include"] == ["**/*.md", "**/*.markdown"]
+    assert main(["--data", data, "source", "remove", "docs"]) == 0
+    capsys.readouterr()
+    assert main(["--data", data, "source", "list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
+@pytest.mark.slow
+def test_apm_docs_index_inspect_and_one_file_edit(tmp_path, shared):
+    """The issue's acceptance run, on the real apm-docs corpus, through the console."""
+    bare = tmp_path / "apm.git"
+    git(tmp_path, "clone", "-q", "--bare", "-b", "main",
+        str(shared / "corpora" / "apm-docs.bundle"), str(bare))
+    data = tmp_path / "data"
+    docdex(data, "source", "add", "apm", str(bare))
+    first = json.loads(docdex(data, "index", "--json").stdout)
+    [apm] = first["sources"]
+    assert first["published"] and apm["added"] == 51 and apm["chunks_embedded"] > 300
+    versions = json.loads(docdex(data, "inspect", "--json").stdout)
+    assert versions[0]["current"] and versions[0]["chunks"] == first["chunks"]
+    assert "version 1" in docdex(data, "inspect").stdout
+
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "-q", str(bare), str(work))
+    readme = work / "README.md"
+    readme.write_text(readme.read_text() + "\n## Release cadence\n\nWe ship every Tuesday.\n")
+    git(work, "commit", "-q", "-am", "one more section")
+    git(work, "push", "-q", "origin", "HEAD:main")
+    second = json.loads(docdex(data, "index", "--json").stdout)
+    [apm] = second["sources"]
+    assert (apm["added"], apm["modified"], apm["deleted"], apm["renamed"]) == (0, 1, 0, 0)
+    assert 1 <= apm["chunks_embedded"] <= 2  # the new section (and a chunk it changed)
+    assert apm["chunks_reused"] >= 1
+    text = docdex(data, "index").stdout
+    assert "apm: unchanged" in text and "nothing changed" in text
+    doc = json.loads(docdex(data, "inspect", "doc", "apm:README.md", "--json").stdout)
+    assert doc["chunks"][-1]["breadcrumb"].endswith("Release cadence")
+    assert all(c["windows"] >= 1 and c["start_line"] <= c["end_line"] for c in doc["chunks"])
+    source = json.loads(docdex(data, "inspect", "source", "apm", "--json").stdout)
+    assert len(source["pages"]) == 51 and source["state"]["commit"] == apm["commit"]
+
+
+def test_kill_9_mid_index_keeps_the_previous_version(tmp_path):
+    """A real SIGKILL at several moments of a run; the previous version keeps reading."""
+    ws = Workspace(tmp_path / "repo")
+    ws.write("start.md", "# Start\n\nThe first version has this one page only.\n")
+    ws.commit_and_push()
+    data = tmp_path / "data"
+    docdex(data, "source", "add", "docs", str(ws.bare))
+    docdex(data, "index")
+    before = load_current(DataDir(data))
+    for i in range(60):
+        ws.write(f"bulk/page{i}.md", f"# Page {i}\n\n" + f"Sentence {i} about indexing. " * 80)
+    ws.commit_and_push("bulk")
+    for delay in (0.5, 1.5, 3.0):
+        proc = subprocess.Popen([*DOCDEX, "--data", str(data), "index"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        current = load_current(DataDir(data))  # whole and readable, whatever the moment
+        assert current.sources["docs"].files in (1, 61)
+        assert (current.version == before.version) == (current.sources["docs"].files == 1)
+    docdex(data, "index")
+    manifest = load_current(DataDir(data))
+    assert manifest.version > before.version and manifest.sources["docs"].files == 61
+    assert current_version(DataDir(data)) == manifest.version
