@@ -13,7 +13,6 @@ import msgspec
 from docdex import inspection
 from docdex.config import (
     DEFAULT_INCLUDE,
-    Config,
     ConfigError,
     SourceConfig,
     default_data_dir,
@@ -85,14 +84,20 @@ def _add_source_commands(commands) -> None:
     add.add_argument("name")
     add.add_argument("location", help="bare repository, checkout, or git URL")
     add.add_argument("--branch", default="", help="branch to index (default: HEAD's)")
-    add.add_argument("--include", action="append", metavar="GLOB",
-                     help=f"files to index (repeatable; default: {' '.join(DEFAULT_INCLUDE)})")
-    add.add_argument("--exclude", action="append", default=[], metavar="GLOB",
-                     help="files to skip (repeatable)")
+    add.add_argument(
+        "--include",
+        action="append",
+        metavar="GLOB",
+        help=f"files to index (repeatable; default: {' '.join(DEFAULT_INCLUDE)})",
+    )
+    add.add_argument(
+        "--exclude", action="append", default=[], metavar="GLOB", help="files to skip (repeatable)"
+    )
     listing = _command(sub, "list", cmd_source_list, "list the configured sources")
     _json_flag(listing)
-    remove = _command(sub, "remove", cmd_source_remove,
-                      "remove a source (its documents leave the next version)")
+    remove = _command(
+        sub, "remove", cmd_source_remove, "remove a source (its documents leave the next version)"
+    )
     remove.add_argument("name")
 
 
@@ -111,8 +116,13 @@ def cmd_source_add(data: DataDir, args) -> int:
     config = load_config(data)
     if any(s.name == name for s in config.sources):
         raise CommandError(f"source {name!r} already exists; remove it first to change it")
-    source = SourceConfig(name=name, location=location, branch=args.branch,
-                          include=args.include or list(DEFAULT_INCLUDE), exclude=args.exclude)
+    source = SourceConfig(
+        name=name,
+        location=location,
+        branch=args.branch,
+        include=args.include or list(DEFAULT_INCLUDE),
+        exclude=args.exclude,
+    )
     save_config(data, msgspec.structs.replace(config, sources=[*config.sources, source]))
     print(f"added source {name} ({kind}: {location}); run `docdex index {name}` to index it")
     return EXIT_OK
@@ -127,8 +137,10 @@ def cmd_source_list(data: DataDir, args) -> int:
         print(config.describe_sources())
     for s in config.sources:
         branch = s.branch or "(HEAD branch)"
-        print(f"{s.name}\t{s.location}\t{branch}\tinclude={','.join(s.include)}"
-              + (f"\texclude={','.join(s.exclude)}" if s.exclude else ""))
+        print(
+            f"{s.name}\t{s.location}\t{branch}\tinclude={','.join(s.include)}"
+            + (f"\texclude={','.join(s.exclude)}" if s.exclude else "")
+        )
     return EXIT_OK
 
 
@@ -147,8 +159,11 @@ def cmd_source_remove(data: DataDir, args) -> int:
 def _add_index_commands(commands) -> None:
     index = _command(commands, "index", cmd_index, "index sources now (incrementally)")
     index.add_argument("names", nargs="*", metavar="NAME", help="sources (default: all)")
-    index.add_argument("--full", action="store_true",
-                       help="re-read every file (vectors of unchanged text are still reused)")
+    index.add_argument(
+        "--full",
+        action="store_true",
+        help="re-read every file (vectors of unchanged text are still reused)",
+    )
     _json_flag(index)
     gc = _command(commands, "gc", cmd_gc, "delete old versions and unreferenced files")
     _json_flag(gc)
@@ -162,9 +177,13 @@ def cmd_index(data: DataDir, args) -> int:
         raise CommandError(config.describe_sources())
     try:
         report = index_sources(
-            data, config, args.names or None, full=args.full,
-            on_wait=lambda pid: print(f"waiting for the running indexer (pid {pid})...",
-                                      file=sys.stderr),
+            data,
+            config,
+            args.names or None,
+            full=args.full,
+            on_wait=lambda pid: print(
+                f"waiting for the running indexer (pid {pid})...", file=sys.stderr
+            ),
         )
     except IndexingError as exc:
         raise CommandError(str(exc)) from None
@@ -179,8 +198,10 @@ def _print_run(report) -> None:
     for s in report.sources:
         line = f"{s.name}: {s.status}"
         if s.status in ("indexed", "branch-deleted", "removed"):
-            line += (f" — files +{s.added} ~{s.modified} -{s.deleted} >{s.renamed}; "
-                     f"chunks embedded {s.chunks_embedded}, reused {s.chunks_reused}")
+            line += (
+                f" — files +{s.added} ~{s.modified} -{s.deleted} >{s.renamed}; "
+                f"chunks embedded {s.chunks_embedded}, reused {s.chunks_reused}"
+            )
         if s.commit:
             line += f" @ {s.commit[:12]}"
         print(line)
@@ -189,9 +210,11 @@ def _print_run(report) -> None:
         for problem in s.problems:
             print(f"  skipped {problem.path}: {problem.problem}")
     if report.published:
-        print(f"published version {report.version} ({report.chunks} chunks, "
-              f"{report.segments} segments{', compacted' if report.compacted else ''}) "
-              f"in {report.took_s:.1f}s")
+        print(
+            f"published version {report.version} ({report.chunks} chunks, "
+            f"{report.segments} segments{', compacted' if report.compacted else ''}) "
+            f"in {report.took_s:.1f}s"
+        )
     else:
         print(f"nothing changed; version {report.version} stays current")
 
@@ -206,8 +229,10 @@ def cmd_gc(data: DataDir, args) -> int:
     if args.json:
         _print_json(report)
     else:
-        print(f"kept versions {report.kept_versions}; deleted {report.deleted_files} entries, "
-              f"{report.freed_bytes / 1e6:.1f} MB")
+        print(
+            f"kept versions {report.kept_versions}; deleted {report.deleted_files} entries, "
+            f"{report.freed_bytes / 1e6:.1f} MB"
+        )
     return EXIT_OK
 
 
@@ -215,8 +240,9 @@ def cmd_gc(data: DataDir, args) -> int:
 
 
 def _add_inspect_commands(commands) -> None:
-    inspect = _command(commands, "inspect", cmd_inspect_versions,
-                       "show versions, a source, or a document")
+    inspect = _command(
+        commands, "inspect", cmd_inspect_versions, "show versions, a source, or a document"
+    )
     _json_flag(inspect)
     sub = inspect.add_subparsers(metavar="WHAT")
     source = _command(sub, "source", cmd_inspect_source, "a source's state and pages")
@@ -237,8 +263,10 @@ def cmd_inspect_versions(data: DataDir, args) -> int:
     for v in versions:
         mark = "*" if v.current else " "
         commits = ", ".join(f"{n}@{c[:12] or '-'}" for n, c in sorted(v.commits.items()))
-        print(f"{mark} version {v.version}  {v.created_at}  {v.segments} segments  "
-              f"{v.chunks} chunks  {v.vectors} vectors  {v.bytes / 1e6:.1f} MB  {commits}")
+        print(
+            f"{mark} version {v.version}  {v.created_at}  {v.segments} segments  "
+            f"{v.chunks} chunks  {v.vectors} vectors  {v.bytes / 1e6:.1f} MB  {commits}"
+        )
     return EXIT_OK
 
 
@@ -248,8 +276,10 @@ def cmd_inspect_source(data: DataDir, args) -> int:
         _print_json(info)
         return EXIT_OK
     s = info.state
-    print(f"{s.name} ({s.kind}) {s.location}\n  branch {s.branch} @ {s.commit or '-'}\n"
-          f"  indexed {s.indexed_at}: {s.files} files, {s.chunks} chunks")
+    print(
+        f"{s.name} ({s.kind}) {s.location}\n  branch {s.branch} @ {s.commit or '-'}\n"
+        f"  indexed {s.indexed_at}: {s.files} files, {s.chunks} chunks"
+    )
     if s.last_error:
         print(f"  last error: {s.last_error}")
     for problem in info.problems:
@@ -265,11 +295,15 @@ def cmd_inspect_doc(data: DataDir, args) -> int:
         _print_json(info)
         return EXIT_OK
     p = info.page
-    print(f"{p.doc_id}: {p.title}\n  created {p.created}, modified {p.modified} "
-          f"({p.commit[:12]}), {p.size} bytes")
+    print(
+        f"{p.doc_id}: {p.title}\n  created {p.created}, modified {p.modified} "
+        f"({p.commit[:12]}), {p.size} bytes"
+    )
     for c in info.chunks:
-        print(f"  {c.chunk_id}  lines {c.start_line}-{c.end_line}  {c.windows} windows  "
-              f"{c.chars} chars  {c.breadcrumb}")
+        print(
+            f"  {c.chunk_id}  lines {c.start_line}-{c.end_line}  {c.windows} windows  "
+            f"{c.chars} chars  {c.breadcrumb}"
+        )
     return EXIT_OK
 
 
@@ -292,22 +326,23 @@ def _add_query_commands(commands) -> None:
     serve = _command(commands, "serve", cmd_serve, "run the MCP server")
     serve.add_argument("--host", default=os.environ.get("DOCDEX_HOST", "127.0.0.1"))
     serve.add_argument("--port", type=int, default=int(os.environ.get("DOCDEX_PORT", "8085")))
-    serve.add_argument("--insecure", action="store_true",
-                       help="allow a non-loopback address without DOCDEX_TOKEN")
+    serve.add_argument(
+        "--insecure", action="store_true", help="allow a non-loopback address without DOCDEX_TOKEN"
+    )
 
 
 def cmd_search(data: DataDir, args) -> int:
     from docdex.server.cli_search import run_search_command
 
-    return run_search_command(data, args.query, args.source, args.path_prefix,
-                              args.num_results, args.json)
+    return run_search_command(
+        data, args.query, args.source, args.path_prefix, args.num_results, args.json
+    )
 
 
 def cmd_eval(data: DataDir, args) -> int:
     from docdex.server.evaluate import run_eval_command
 
-    return run_eval_command(str(data.root), args.queries, args.source, args.k, args.json,
-                            args.dump)
+    return run_eval_command(str(data.root), args.queries, args.source, args.k, args.json, args.dump)
 
 
 def cmd_serve(data: DataDir, args) -> int:

@@ -36,7 +36,5 @@ class Progress:
         filled = int(width * share)
         rate = self.done / max(now - self.started, 1e-6)
         bar = "#" * filled + "-" * (width - filled)
-        self.stream.write(
-            f"\r{self.label} [{bar}] {self.done}/{self.total} ({rate:.0f}/s)"
-        )
+        self.stream.write(f"\r{self.label} [{bar}] {self.done}/{self.total} ({rate:.0f}/s)")
         self.stream.flush()

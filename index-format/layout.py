@@ -95,9 +95,7 @@ class DataDir:
                 "set one up with `docdex source add NAME LOCATION` (or pass --data DIR)"
             )
         if not self.marker.exists():
-            raise IndexFormatError(
-                f"{self.root} is not a docdex data directory (no {MARKER} file)"
-            )
+            raise IndexFormatError(f"{self.root} is not a docdex data directory (no {MARKER} file)")
 
 
 def fsync_dir(path: Path) -> None:
@@ -109,10 +107,16 @@ def fsync_dir(path: Path) -> None:
 
 
 def fsync_tree(path: Path) -> None:
-    """fsync every file under `path`, then the directories, deepest first."""
+    """fsync every new file under `path`, then the directories, deepest first.
+
+    A file with more than one link is shared with an already published version (copy-on-
+    write by hard links) and was made durable then."""
     for dirpath, _dirs, files in os.walk(path, topdown=False):
         for name in files:
-            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
+            file_path = os.path.join(dirpath, name)
+            if os.stat(file_path).st_nlink > 1:
+                continue
+            fd = os.open(file_path, os.O_RDONLY)
             try:
                 os.fsync(fd)
             finally:

@@ -41,9 +41,7 @@ def compact(
     victims = choose_victims(segments, max_segments)
     if not victims:
         return segments, pages_by_source, False
-    loaded = [
-        (load_segment(data, ref.id, dim), _live_indexes(ref)) for ref in victims
-    ]
+    loaded = [(load_segment(data, ref.id, dim), _live_indexes(ref)) for ref in victims]
     merged, moved = merge_segments(data, new_segment_id(version), loaded, threads)
     merged_chunks = load_segment(data, merged.id, dim).chunks
     victim_ids = {v.id for v in victims}
@@ -83,8 +81,9 @@ def _repoint(pages, moved, segment_id, merged_chunks, victim_ids) -> list[PageRe
             if ref.segment in victim_ids:
                 index = moved[(ref.segment, ref.index)]
                 chunk = merged_chunks[index]
-                ref = ChunkRef(segment_id, index, chunk.window_start, chunk.window_count,
-                               ref.content_hash)
+                ref = ChunkRef(
+                    segment_id, index, chunk.window_start, chunk.window_count, ref.content_hash
+                )
             refs.append(ref)
         out.append(msgspec.structs.replace(page, chunks=refs))
     return out

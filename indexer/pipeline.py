@@ -277,7 +277,11 @@ def _index_repo(run, source, repo, previous, rebuild, report) -> None:
         return
     if old_commit:
         changes = gitsource.diff_commits(
-            repo, old_commit, head, source.include, source.exclude,
+            repo,
+            old_commit,
+            head,
+            source.include,
+            source.exclude,
             indexed={p.path: p.blob for p in old_pages.values()},
         )
     else:
@@ -313,8 +317,9 @@ def _full_changes(repo, head: str, source: SourceConfig, old_pages) -> list[gits
     """A rebuild: every old page goes, every file at the head comes (vectors still reused)."""
     files = gitsource.list_files(repo, head, source.include, source.exclude)
     changes = [
-        gitsource.Change(kind="delete", path=p.path, old_path=None, blob=None, old_blob=p.blob,
-                         mode=None)
+        gitsource.Change(
+            kind="delete", path=p.path, old_path=None, blob=None, old_blob=p.blob, mode=None
+        )
         for p in old_pages.values()
         if p.path not in files
     ]
@@ -322,8 +327,14 @@ def _full_changes(repo, head: str, source: SourceConfig, old_pages) -> list[gits
         kind = "modify" if entry.path in old_pages else "add"
         old_blob = old_pages[entry.path].blob if kind == "modify" else None
         changes.append(
-            gitsource.Change(kind=kind, path=entry.path, old_path=None, blob=entry.blob,
-                             old_blob=old_blob, mode=entry.mode)
+            gitsource.Change(
+                kind=kind,
+                path=entry.path,
+                old_path=None,
+                blob=entry.blob,
+                old_blob=old_blob,
+                mode=entry.mode,
+            )
         )
     return changes
 
@@ -435,7 +446,7 @@ def _carry_problems(previous, changes, problems) -> list[FileProblem]:
 
 
 def _has_refs(repo) -> bool:
-    return any(True for _ in repo.refs.keys())
+    return any(True for _ in repo.refs)
 
 
 def _config_hash(source: SourceConfig, settings: Settings) -> str:
@@ -478,18 +489,15 @@ def _embed_and_write_segment(run: RunState) -> tuple[SegmentRef | None, int]:
         vectors = fresh_by_hash.get(chunk.record.content_hash)
         if vectors is None:
             vectors = vector_cache.get(run.reusable[chunk.record.content_hash])
-        record = msgspec.structs.replace(
-            chunk.record, window_start=row, window_count=len(vectors)
-        )
+        record = msgspec.structs.replace(chunk.record, window_start=row, window_count=len(vectors))
         records.append(record)
         blocks.append(vectors)
         row += len(vectors)
         chunk.record = record
-        chunk.ref = ChunkRef(segment_id, index, record.window_start, len(vectors),
-                             record.content_hash)
-    ref = write_segment(
-        run.data, segment_id, records, np.concatenate(blocks), run.threads
-    )
+        chunk.ref = ChunkRef(
+            segment_id, index, record.window_start, len(vectors), record.content_hash
+        )
+    ref = write_segment(run.data, segment_id, records, np.concatenate(blocks), run.threads)
     return ref, sum(len(v) for v in fresh)
 
 
@@ -510,7 +518,9 @@ def _count_reuse(run: RunState, embedded: dict[str, str]) -> None:
     for source, pages in run.pending_pages.items():
         for page in pages:
             for chunk in page.chunks:
-                fresh = chunk.record.content_hash in embedded and chunk.record.content_hash not in seen
+                fresh = (
+                    chunk.record.content_hash in embedded and chunk.record.content_hash not in seen
+                )
                 seen.add(chunk.record.content_hash)
                 if fresh:
                     reports[source].chunks_embedded += 1
@@ -541,8 +551,14 @@ def _publish(run: RunState, new_segment: SegmentRef | None) -> Manifest:
     segments = _live_segments(run, new_segment)
     pages_by_source = _final_pages(run)
     segments, pages_by_source, run.compacted = compact(
-        run.data, run.version, segments, pages_by_source, run.states, run.settings.max_segments,
-        run.embedder.info.dim, run.threads,
+        run.data,
+        run.version,
+        segments,
+        pages_by_source,
+        run.states,
+        run.settings.max_segments,
+        run.embedder.info.dim,
+        run.threads,
     )
     states = _final_states(run, pages_by_source)
     previous_text = run.previous.text_index if run.previous else None
@@ -553,8 +569,12 @@ def _publish(run: RunState, new_segment: SegmentRef | None) -> Manifest:
         previous_text,
         run.deleted_pages,
         run.removed_sources,
-        ((c.record, c.body) for pages in run.pending_pages.values() for p in pages
-         for c in p.chunks),
+        (
+            (c.record, c.body)
+            for pages in run.pending_pages.values()
+            for p in pages
+            for c in p.chunks
+        ),
     )
     manifest = Manifest(
         format_major=FORMAT_MAJOR,
@@ -634,4 +654,3 @@ def _report(run, started, published, embed_s, windows, manifest: Manifest | None
         embed_s=round(embed_s, 3),
         peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     )
-

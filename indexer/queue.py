@@ -7,6 +7,7 @@ published, so a crash never loses a request.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import time
@@ -69,7 +70,5 @@ def pending_requests(data: DataDir) -> list[IndexRequest]:
 def remove_requests(data: DataDir, requests: list[IndexRequest]) -> None:
     folder = queue_dir(data)
     for request in requests:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(folder / f"{request.id}.json")
-        except FileNotFoundError:
-            pass

@@ -45,7 +45,7 @@ def fetch_mirror(url: str, mirror: Path) -> Path:
 
 def _mirror_refs(repo: Repo, remote: dict[bytes, bytes | None], symrefs: dict) -> None:
     heads = {k: v for k, v in remote.items() if k.startswith(b"refs/heads/") and v}
-    for name in [k for k in repo.refs.keys() if k.startswith(b"refs/heads/")]:
+    for name in [k for k in repo.refs if k.startswith(b"refs/heads/")]:
         if name not in heads:
             repo.refs.remove_if_equals(name, None)
     for name, sha in heads.items():

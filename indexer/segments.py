@@ -33,9 +33,7 @@ def write_segment(
     threads: int,
 ) -> SegmentRef:
     """Write a complete segment under a temporary name and rename it into place."""
-    owners = np.repeat(
-        np.arange(len(chunks), dtype=np.int32), [c.window_count for c in chunks]
-    )
+    owners = np.repeat(np.arange(len(chunks), dtype=np.int32), [c.window_count for c in chunks])
     if len(owners) != len(vectors):
         raise ValueError(f"{len(vectors)} vectors for {len(owners)} windows")
     final = data.segment(segment_id)

@@ -16,7 +16,9 @@ GIT_ENV = {
 }
 
 
-def git(cwd: Path, *args: str, env: dict[str, str] | None = None, input: bytes | None = None) -> str:
+def git(
+    cwd: Path, *args: str, env: dict[str, str] | None = None, input: bytes | None = None
+) -> str:
     result = subprocess.run(
         ["git", *args],
         cwd=cwd,
@@ -63,13 +65,26 @@ class Workspace:
         self.clock += 3600
         stamp = f"{self.clock} +0000"
         git(self.work, "add", "-A")
-        git(self.work, "commit", "-q", "--allow-empty", "-m", message,
-            env={"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
+        git(
+            self.work,
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            message,
+            env={"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp},
+        )
         return git(self.work, "rev-parse", "HEAD")
 
     def push(self, force: bool = False) -> None:
-        git(self.work, "push", "-q", *(["--force"] if force else []), "origin",
-            f"HEAD:refs/heads/{self.branch}")
+        git(
+            self.work,
+            "push",
+            "-q",
+            *(["--force"] if force else []),
+            "origin",
+            f"HEAD:refs/heads/{self.branch}",
+        )
 
     def commit_and_push(self, message: str = "change") -> str:
         sha = self.commit(message)

@@ -11,11 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
-from gitrepo import Workspace, git
 
 from docdex.cli import main
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import current_version, load_current
+
+from gitrepo import Workspace, git
 
 DOCDEX = [sys.executable, "-m", "docdex.cli"]
 
@@ -49,8 +50,23 @@ def test_cli_usage_errors_are_one_line(tmp_path, capsys):
 def test_source_commands_round_trip(tmp_path, capsys):
     ws = Workspace(tmp_path / "repo")
     data = str(tmp_path / "data")
-    assert main(["--data", data, "source", "add", "docs", str(ws.bare), "--branch", "main",
-                 "--exclude", "drafts/**"]) == 0
+    assert (
+        main(
+            [
+                "--data",
+                data,
+                "source",
+                "add",
+                "docs",
+                str(ws.bare),
+                "--branch",
+                "main",
+                "--exclude",
+                "drafts/**",
+            ]
+        )
+        == 0
+    )
     assert main(["--data", data, "source", "add", "docs", str(ws.bare)]) == 1
     capsys.readouterr()
     assert main(["--data", data, "source", "list", "--json"]) == 0
@@ -67,8 +83,16 @@ def test_source_commands_round_trip(tmp_path, capsys):
 def test_apm_docs_index_inspect_and_one_file_edit(tmp_path, shared):
     """The issue's acceptance run, on the real apm-docs corpus, through the console."""
     bare = tmp_path / "apm.git"
-    git(tmp_path, "clone", "-q", "--bare", "-b", "main",
-        str(shared / "corpora" / "apm-docs.bundle"), str(bare))
+    git(
+        tmp_path,
+        "clone",
+        "-q",
+        "--bare",
+        "-b",
+        "main",
+        str(shared / "corpora" / "apm-docs.bundle"),
+        str(bare),
+    )
     data = tmp_path / "data"
     docdex(data, "source", "add", "apm", str(bare))
     first = json.loads(docdex(data, "index", "--json").stdout)
@@ -111,8 +135,11 @@ def test_kill_9_mid_index_keeps_the_previous_version(tmp_path):
         ws.write(f"bulk/page{i}.md", f"# Page {i}\n\n" + f"Sentence {i} about indexing. " * 80)
     ws.commit_and_push("bulk")
     for delay in (0.5, 1.5, 3.0):
-        proc = subprocess.Popen([*DOCDEX, "--data", str(data), "index"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [*DOCDEX, "--data", str(data), "index"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(delay)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()

@@ -7,7 +7,6 @@ import time
 
 import pytest
 import tantivy
-from gitrepo import Workspace, git
 
 from docdex.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DataDir, IndexFormatError
@@ -22,6 +21,8 @@ from docdex.index_format.store import (
 from docdex.indexer import pipeline
 from docdex.indexer.lock import writer_lock
 from docdex.indexer.pipeline import IndexingError, index_sources
+
+from gitrepo import Workspace, git
 
 GUIDE = """---
 title: Install guide
@@ -87,9 +88,7 @@ def assert_consistent(data: DataDir, ws: Workspace) -> dict:
     """The served version is exactly the tree at the branch head, on every side."""
     manifest, pages, dense, text = live_state(data)
     assert {p.path for p in pages.values()} == ws.tracked_markdown()
-    from_pages = {
-        f"{p.doc_id}#chunk{n}" for p in pages.values() for n in range(len(p.chunks))
-    }
+    from_pages = {f"{p.doc_id}#chunk{n}" for p in pages.values() for n in range(len(p.chunks))}
     assert from_pages == dense == text
     assert manifest.chunks == len(dense)
     return pages
@@ -204,8 +203,12 @@ def test_removed_source_and_deleted_branch_leave_the_index(tmp_path, ws, embedde
     other = Workspace(tmp_path / "other", branch="docs")
     other.write("a.md", "# Other source\n\nPages of a second repository on a docs branch.\n")
     other.commit_and_push()
-    both = Config(sources=[SourceConfig(name="docs", location=str(ws.bare)),
-                           SourceConfig(name="more", location=str(other.bare))])
+    both = Config(
+        sources=[
+            SourceConfig(name="docs", location=str(ws.bare)),
+            SourceConfig(name="more", location=str(other.bare)),
+        ]
+    )
     run(data, both, embedder)
     _m, pages, _d, _t = live_state(data)
     assert {p.source for p in pages.values()} == {"docs", "more"}
@@ -228,11 +231,13 @@ def test_source_errors_are_clear(tmp_path, ws, embedder):
     data = DataDir(tmp_path / "data")
     empty = tmp_path / "empty.git"
     git(tmp_path, "init", "-q", "--bare", str(empty))
-    config = Config(sources=[
-        SourceConfig(name="docs", location=str(ws.bare), branch="nope"),
-        SourceConfig(name="empty", location=str(empty)),
-        SourceConfig(name="gone", location=str(tmp_path / "missing")),
-    ])
+    config = Config(
+        sources=[
+            SourceConfig(name="docs", location=str(ws.bare), branch="nope"),
+            SourceConfig(name="empty", location=str(empty)),
+            SourceConfig(name="gone", location=str(tmp_path / "missing")),
+        ]
+    )
     report = run(data, config, embedder)
     errors = {s.name: s.error for s in report.sources}
     assert "'nope' does not exist" in errors["docs"]
@@ -309,8 +314,9 @@ def test_second_writer_waits_for_the_first(tmp_path, ws, embedder):
     holder = threading.Thread(target=hold)
     holder.start()
     time.sleep(0.1)
-    report = index_sources(data, make_config(ws), embedder=embedder,
-                           on_wait=lambda pid: waited.set())
+    report = index_sources(
+        data, make_config(ws), embedder=embedder, on_wait=lambda pid: waited.set()
+    )
     holder.join()
     assert waited.is_set() and released.is_set() and report.published
 

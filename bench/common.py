@@ -1,0 +1,138 @@
+"""What every benchmark shares: corpora, machine facts, timing and the results files."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+RESULTS = ROOT / "bench" / "results"
+CACHE = Path(os.environ.get("DOCDEX_BENCH_CACHE", "/tmp/docdex-bench"))
+
+CORPORA = {  # name -> (bundle, branch)
+    "apm": ("apm-docs.bundle", "main"),
+    "rustc": ("rustc-dev-guide-md.bundle", "md-linear"),
+    "powershell": ("PowerShell-Docs-md.bundle", "md-linear"),
+    "msmarco": ("msmarco-5k.bundle", "main"),
+}
+
+
+class Figure(msgspec.Struct):
+    """One line of the printed table."""
+
+    bench: str
+    name: str
+    value: float
+    unit: str
+    target: str = ""  # e.g. "<= 1.15"
+    met: bool | None = None
+
+
+def git(*args: str, cwd: Path | None = None) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def source_repo(corpus: str) -> Path:
+    """A local clone (with work tree, full history) of a corpus bundle, cached."""
+    bundle, branch = CORPORA[corpus]
+    path = CACHE / "src" / corpus
+    if not (path / ".git").exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        git(
+            "clone",
+            "-q",
+            "--no-checkout",
+            "-b",
+            branch,
+            str(SHARED / "corpora" / bundle),
+            str(path),
+        )
+    return path
+
+
+def fresh_bare(corpus: str, at: str, where: Path) -> Path:
+    """A bare repository whose main branch is the corpus at commit `at`."""
+    src = source_repo(corpus)
+    bare = where / f"{corpus}.git"
+    git("init", "-q", "--bare", "--initial-branch=main", str(bare))
+    git("push", "-q", str(bare), f"{at}:refs/heads/main", cwd=src)
+    return bare
+
+
+def first_parent_commits(corpus: str) -> list[str]:
+    """The corpus branch's commits, oldest first."""
+    _bundle, branch = CORPORA[corpus]
+    return git("rev-list", "--first-parent", "--reverse", branch, cwd=source_repo(corpus)).split()
+
+
+def changed_files(corpus: str, commit: str) -> int:
+    out = git(
+        "diff-tree",
+        "--no-commit-id",
+        "-r",
+        "--name-only",
+        "-M",
+        f"{commit}^",
+        commit,
+        cwd=source_repo(corpus),
+    )
+    return len([line for line in out.splitlines() if line.endswith((".md", ".markdown"))])
+
+
+def percentile(values: list[float], share: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def machine() -> dict[str, object]:
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "commit": git("rev-parse", "--short", "HEAD", cwd=ROOT),
+        "dirty": bool(git("status", "--porcelain", cwd=ROOT)),
+    }
+
+
+def write_results(name: str, figures: list[Figure], details: dict[str, object]) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    payload = {
+        "bench": name,
+        "machine": machine(),
+        "figures": msgspec.to_builtins(figures),
+        "details": details,
+    }
+    path.write_text(json.dumps(payload, indent=2) + "\n")
+    return path
+
+
+def docdex(data: Path, *args: str) -> dict:
+    """Run the real CLI in its own process (so its peak RSS is its own) and decode --json."""
+    out = subprocess.run(
+        [sys.executable, "-m", "docdex.cli", "--data", str(data), *args, "--json"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return json.loads(out)
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

@@ -1,0 +1,50 @@
+"""The reference for the full-index overhead: embed exactly the windows an index run
+embedded (same files, same chunker, same unique embed inputs), alone, in one tight loop.
+
+    python -m bench.reference BARE_REPO COMMIT   -> one JSON line on stdout
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from docdex.config import DEFAULT_INCLUDE, Settings
+from docdex.index_format.model import FileProblem
+from docdex.indexer import gitsource
+from docdex.indexer.embedder import Embedder, embed_input
+from docdex.indexer.markdown import parse_page
+
+
+def unique_embed_inputs(bare: str, commit: str, settings: Settings) -> list[str]:
+    inputs: dict[str, None] = {}
+    with gitsource.open_repo(bare) as repo:
+        files = gitsource.list_files(repo, commit, list(DEFAULT_INCLUDE), [])
+        for entry in files.values():
+            text = gitsource.read_markdown(repo, commit, entry, settings.max_file_bytes)
+            if isinstance(text, FileProblem):
+                continue
+            for chunk in parse_page(text, entry.path, settings.chunker()).chunks:
+                inputs[embed_input(chunk.headings, chunk.embed_text)] = None
+    return list(inputs)
+
+
+def main(bare: str, commit: str) -> None:
+    settings = Settings()
+    texts = unique_embed_inputs(bare, commit, settings)
+    embedder = Embedder.load()
+    windows, _owners = embedder.token_windows(texts)
+    started = time.perf_counter()
+    embedder.embed_windows(windows)
+    seconds = time.perf_counter() - started
+    tokens = sum(len(w) for w in windows)
+    print(
+        json.dumps(
+            {"texts": len(texts), "windows": len(windows), "tokens": tokens, "embed_s": seconds}
+        )
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

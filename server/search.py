@@ -1,0 +1,457 @@
+"""Hybrid search over one snapshot: BM25 (Tantivy) + dense (HNSW), fused, reranked.
+
+    BM25 top-100 ─┐
+                  ├─ union ─ exact dense + lexical scores for every candidate ─ fusion
+    dense top-100 ┘        ─ rerank of the head ─ optional one-chunk-per-page ─ top n
+
+Filters (source, path prefix) are part of both retrievals, never applied to a finished list.
+User text is never parsed as a query language: it is analysed into terms the way the index
+analysed the documents, and queries are built from those terms with Tantivy's query classes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+import msgspec
+import numpy as np
+import tantivy
+
+from docdex.index_format.model import ChunkRecord
+from docdex.index_format.text import IDENT_FIELD, identifier_terms, text_schema
+
+from .late_interaction import encode_query
+from .rerank import Reranker, resolve_reranker
+from .snapshot import LoadedSegment, Snapshot
+
+MAX_QUERY_CHARS = 2000
+MAX_RESULTS = 100
+RETRIEVE_K = 100  # candidates from each retriever
+RRF_K = 60
+EXACT_DENSE_MAX_ROWS = 4096  # at or below this many allowed rows, dense search is exact numpy
+
+# BM25 field boosts (title = page title, headings = breadcrumb below it, body = clean text)
+# and the identifier field's boost; DESIGN.md: the identifier field mattered most.
+FIELD_BOOSTS = {"title": 1.5, "headings": 2.0, "body": 1.0}
+IDENT_BOOST = 4.0
+
+
+class SearchError(ValueError):
+    """The request is not valid (unknown source, empty query, out-of-range argument)."""
+
+
+class Hit(msgspec.Struct):
+    doc_id: str
+    chunk_id: str
+    source: str
+    path: str
+    title: str
+    headings: list[str]  # breadcrumb, outermost first
+    heading: str  # "A › B › C"
+    text: str  # raw markdown of the chunk
+    score: float
+    start_line: int
+    end_line: int
+    commit: str  # the page's last commit
+    match: str  # "bm25" | "dense" | "both": which retriever found it
+
+
+class SearchResult(msgspec.Struct):
+    results: list[Hit]
+    index_version: int
+    took_ms: float
+    low_confidence: bool
+
+
+class FusionWeights(msgspec.Struct, frozen=True):
+    """Weighted score fusion: lexical * bm25/max(bm25) + dense * cosine."""
+
+    lexical: float
+    dense: float
+
+
+class SearchOptions(msgspec.Struct, frozen=True):
+    """Tunables of the ranking pipeline; the defaults are the measured choice."""
+
+    fusion: str = "weighted"  # "weighted" | "rrf"
+    prose: FusionWeights = FusionWeights(lexical=0.5, dense=1.0)
+    lexical_query: FusionWeights = FusionWeights(lexical=1.0, dense=0.5)
+    heading: float = 0.3  # weight of the query/section-heading overlap (weighted fusion)
+    rerank_depth: int = 30
+    one_per_page: bool = False
+    # low_confidence: best cosine below this and no strong lexical match
+    weak_dense: float = 0.35
+    weak_lexical: float = 0.5
+
+
+DEFAULT_OPTIONS = SearchOptions()
+
+
+@dataclass
+class Candidate:
+    segment: int
+    index: int
+    bm25: float = 0.0
+    bm25_rank: int = 0  # 1-based; 0 = not in the BM25 list
+    dense: float = 0.0  # best window cosine (computed for every candidate)
+    dense_rank: int = 0
+    score: float = 0.0
+
+    @property
+    def match(self) -> str:
+        if self.bm25_rank and self.dense_rank:
+            return "both"
+        return "bm25" if self.bm25_rank else "dense"
+
+
+@dataclass(frozen=True)
+class QueryProfile:
+    text: str
+    terms: list[str]  # analysed (en_stem) terms, each once
+    ident: list[str]  # identifier_terms(text)
+    lexical: bool  # identifier-like or short: lean on BM25
+
+
+# --- entry point ---------------------------------------------------------------------------
+
+
+def search(
+    snapshot: Snapshot,
+    embedder,
+    query: str,
+    num_results: int = 10,
+    source: str = "",
+    path_prefix: str = "",
+    reranker: Reranker | str | None = "default",
+    one_per_page: bool | None = None,
+    options: SearchOptions = DEFAULT_OPTIONS,
+) -> SearchResult:
+    started = time.perf_counter()
+    profile = validate(snapshot, query, num_results, source, path_prefix)
+    reranker = resolve_reranker(reranker, snapshot)
+    encoding = encode_query(embedder, profile.text, bool(reranker and reranker.needs_tokens))
+    candidates = retrieve(snapshot, encoding.vector, profile, source, path_prefix)
+    fuse(snapshot, candidates, profile, options)
+    candidates.sort(key=lambda c: -c.score)
+    if reranker is not None and candidates:
+        head = candidates[: options.rerank_depth]
+        reranker.rerank(snapshot, embedder, profile.text, head, encoding)
+        candidates[: len(head)] = sorted(head, key=lambda c: -c.score)
+    dedup = options.one_per_page if one_per_page is None else one_per_page
+    if dedup:
+        candidates = one_chunk_per_page(snapshot, candidates)
+    top = candidates[:num_results]
+    return SearchResult(
+        results=[to_hit(snapshot, c) for c in top],
+        index_version=snapshot.version,
+        took_ms=round((time.perf_counter() - started) * 1000, 3),
+        low_confidence=is_low_confidence(snapshot, profile, candidates, options),
+    )
+
+
+def validate(
+    snapshot: Snapshot, query: str, num_results: int, source: str, path_prefix: str
+) -> QueryProfile:
+    if not isinstance(query, str) or not query.strip():
+        raise SearchError("query is empty: send the words or identifier to look for")
+    if len(query) > MAX_QUERY_CHARS:
+        raise SearchError(f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
+    if not isinstance(num_results, int) or not 1 <= num_results <= MAX_RESULTS:
+        raise SearchError(f"num_results must be between 1 and {MAX_RESULTS}, got {num_results!r}")
+    if source and source not in snapshot.manifest.sources:
+        valid = ", ".join(snapshot.sources) or "(none indexed yet)"
+        raise SearchError(f"unknown source {source!r}; valid sources: {valid}")
+    if not isinstance(path_prefix, str) or "\n" in path_prefix or len(path_prefix) > 1000:
+        raise SearchError("path_prefix must be a single-line repository path prefix")
+    return profile_query(query)
+
+
+# --- query analysis -------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _analyzer() -> tantivy.TextAnalyzer:
+    """The same analysis as Tantivy's `en_stem` tokenizer used by the text fields."""
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+_IDENTIFIER_SHAPE = re.compile(
+    r"[A-Za-z][0-9]|[0-9][A-Za-z]|[a-z][A-Z]|\w[_./\\:@=-]+\w|^[-/$@#]{1,2}\w|[A-Z]{2,}"
+)
+SHORT_QUERY_TERMS = 2
+
+
+def profile_query(text: str) -> QueryProfile:
+    terms = list(dict.fromkeys(_analyzer().analyze(text)))
+    ident = identifier_terms(text)
+    tokens = text.split()
+    identifier_like = any(_IDENTIFIER_SHAPE.search(t) for t in tokens)
+    return QueryProfile(
+        text=text,
+        terms=terms,
+        ident=ident,
+        lexical=identifier_like or len(tokens) <= SHORT_QUERY_TERMS,
+    )
+
+
+def is_identifier_like(text: str) -> bool:
+    return any(_IDENTIFIER_SHAPE.search(t) for t in text.split())
+
+
+# --- retrieval ------------------------------------------------------------------------------
+
+
+def retrieve(
+    snapshot: Snapshot, qvec: np.ndarray, profile: QueryProfile, source: str, path_prefix: str
+) -> list[Candidate]:
+    """BM25 and dense top-k under the filters, merged; every candidate gets both scores."""
+    found: dict[tuple[int, int], Candidate] = {}
+    for rank, (key, score) in enumerate(bm25_top(snapshot, profile, source, path_prefix), 1):
+        found[key] = Candidate(key[0], key[1], bm25=score, bm25_rank=rank)
+    for rank, (key, score) in enumerate(dense_top(snapshot, qvec, source, path_prefix), 1):
+        cand = found.setdefault(key, Candidate(key[0], key[1]))
+        cand.dense, cand.dense_rank = score, rank
+    for cand in found.values():
+        if not cand.dense_rank:
+            cand.dense = chunk_cosine(snapshot.segments[cand.segment], cand.index, qvec)
+    return list(found.values())
+
+
+def bm25_query(profile: QueryProfile, source: str, path_prefix: str) -> tantivy.Query | None:
+    schema = text_schema()
+    should: list[tuple[tantivy.Occur, tantivy.Query]] = []
+    for term in profile.terms:
+        for field, boost in FIELD_BOOSTS.items():
+            q = tantivy.Query.term_query(schema, field, term, index_option="freq")
+            should.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, boost)))
+    for term in profile.ident:
+        q = tantivy.Query.term_query(schema, IDENT_FIELD, term, index_option="freq")
+        should.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, IDENT_BOOST)))
+    if not should:
+        return None
+    must = [(tantivy.Occur.Must, tantivy.Query.boolean_query(should))]
+    must += [(tantivy.Occur.Must, f) for f in filter_queries(source, path_prefix)]
+    return tantivy.Query.boolean_query(must)
+
+
+def filter_queries(source: str, path_prefix: str) -> list[tantivy.Query]:
+    schema = text_schema()
+    out = []
+    if source:
+        out.append(tantivy.Query.term_query(schema, "source", source, index_option="basic"))
+    if path_prefix:
+        out.append(tantivy.Query.regex_query(schema, "path", _regex_literal(path_prefix) + ".*"))
+    return out
+
+
+_REGEX_META = set("\\.+*?()|[]{}^$#&-~")
+
+
+def _regex_literal(text: str) -> str:
+    return "".join("\\" + ch if ch in _REGEX_META else ch for ch in text)
+
+
+def bm25_top(
+    snapshot: Snapshot, profile: QueryProfile, source: str, path_prefix: str
+) -> list[tuple[tuple[int, int], float]]:
+    query = bm25_query(profile, source, path_prefix)
+    if query is None:
+        return []
+    searcher = snapshot.searcher
+    out = []
+    for score, address in searcher.search(query, RETRIEVE_K, count=False).hits:
+        chunk_id = searcher.doc(address)["chunk_id"][0]
+        key = snapshot.chunk_index.get(chunk_id)
+        if key is not None:
+            out.append((key, float(score)))
+    return out
+
+
+def dense_top(
+    snapshot: Snapshot, qvec: np.ndarray, source: str, path_prefix: str
+) -> list[tuple[tuple[int, int], float]]:
+    """Top chunks by their best window's cosine, over every segment, under the filters."""
+    best: dict[tuple[int, int], float] = {}
+    for s, seg in enumerate(snapshot.segments):
+        rows, sims = _segment_knn(seg, qvec, chunk_filter(snapshot, s, source, path_prefix))
+        for row, sim in zip(rows.tolist(), sims.tolist(), strict=True):
+            key = (s, int(seg.segment.owners[row]))
+            if sim > best.get(key, -2.0):
+                best[key] = sim
+    ranked = sorted(best.items(), key=lambda kv: -kv[1])
+    return ranked[:RETRIEVE_K]
+
+
+def chunk_filter(snapshot: Snapshot, s: int, source: str, path_prefix: str) -> np.ndarray | None:
+    """(chunks,) bool of the chunks of segment `s` passing the filters; None: no filter."""
+    if not source and not path_prefix:
+        return None
+    chunks = snapshot.segments[s].chunks
+    return np.fromiter(
+        (
+            (not source or c.source == source) and c.path.startswith(path_prefix)
+            for c in chunks
+        ),
+        dtype=bool,
+        count=len(chunks),
+    )
+
+
+def _segment_knn(
+    seg: LoadedSegment, qvec: np.ndarray, allowed_chunks: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cosines) of the nearest allowed live windows of one segment."""
+    allowed = seg.live_rows
+    if allowed_chunks is not None:
+        allowed = allowed & allowed_chunks[seg.segment.owners]
+    count = seg.live_row_count if allowed_chunks is None else int(allowed.sum())
+    if count == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    k = min(count, RETRIEVE_K * 2)
+    if count <= EXACT_DENSE_MAX_ROWS or seg.hnsw is None:
+        rows = np.flatnonzero(allowed)
+        sims = np.asarray(seg.segment.vectors[rows], dtype=np.float32) @ qvec
+        top = np.argsort(-sims)[:k]
+        return rows[top], sims[top]
+    seg.hnsw.set_ef(max(k + 100, 200))
+    keep = None if allowed_chunks is None else allowed.__getitem__
+    labels, distances = seg.hnsw.knn_query(qvec[None, :], k=k, filter=keep)
+    return labels[0].astype(np.int64), (1.0 - distances[0]).astype(np.float32)
+
+
+def chunk_cosine(seg: LoadedSegment, index: int, qvec: np.ndarray) -> float:
+    vectors = seg.segment.chunk_vectors(index)
+    if not len(vectors):
+        return 0.0
+    return float((np.asarray(vectors, dtype=np.float32) @ qvec).max())
+
+
+# --- fusion ---------------------------------------------------------------------------------
+
+
+def fuse(
+    snapshot: Snapshot, candidates: list[Candidate], profile: QueryProfile, options: SearchOptions
+) -> None:
+    if options.fusion == "rrf":
+        rrf(candidates)
+        return
+    weighted(candidates, options.lexical_query if profile.lexical else options.prose)
+    if options.heading and profile.terms:
+        for c in candidates:
+            c.score += options.heading * heading_overlap(snapshot, c, profile)
+
+
+def rrf(candidates: list[Candidate], k: int = RRF_K) -> None:
+    """Reciprocal rank fusion, equal weights; the baseline every change is measured against."""
+    for c in candidates:
+        c.score = (1.0 / (k + c.bm25_rank) if c.bm25_rank else 0.0) + (
+            1.0 / (k + c.dense_rank) if c.dense_rank else 0.0
+        )
+
+
+def weighted(candidates: list[Candidate], weights: FusionWeights) -> None:
+    """Score-normalised fusion: BM25 divided by the best BM25, plus raw cosine."""
+    top = max((c.bm25 for c in candidates), default=0.0)
+    for c in candidates:
+        lexical = c.bm25 / top if top > 0 else 0.0
+        c.score = weights.lexical * lexical + weights.dense * c.dense
+
+
+def heading_overlap(snapshot: Snapshot, c: Candidate, profile: QueryProfile) -> float:
+    """How well the chunk's own (deepest) heading and the query name each other: the share
+    of query terms in the heading times the share of heading terms in the query (1.0 when
+    the query is the section's title)."""
+    heading = set(section_terms(snapshot, c.segment, c.index))
+    if not heading:
+        return 0.0
+    query = set(profile.terms)
+    shared = len(query & heading)
+    return shared * shared / (len(query) * len(heading))
+
+
+def section_terms(snapshot: Snapshot, segment: int, index: int) -> list[str]:
+    cache = snapshot.cache.setdefault("section_terms", {})
+    key = (segment, index)
+    terms = cache.get(key)
+    if terms is None:
+        headings = snapshot.segments[segment].chunks[index].headings
+        terms = cache[key] = _analyzer().analyze(headings[-1]) if headings else []
+    return terms
+
+
+# --- after ranking --------------------------------------------------------------------------
+
+
+def one_chunk_per_page(snapshot: Snapshot, candidates: list[Candidate]) -> list[Candidate]:
+    seen: set[str] = set()
+    out = []
+    for c in candidates:
+        doc_id = snapshot.segments[c.segment].chunks[c.index].doc_id
+        if doc_id not in seen:
+            seen.add(doc_id)
+            out.append(c)
+    return out
+
+
+def is_low_confidence(
+    snapshot: Snapshot, profile: QueryProfile, ranked: list[Candidate], options: SearchOptions
+) -> bool:
+    """Weak evidence: the best hit is neither semantically close nor a good lexical match."""
+    if not ranked:
+        return True
+    best_dense = max(c.dense for c in ranked[:10])
+    if best_dense >= options.weak_dense:
+        return False
+    return lexical_coverage(snapshot, profile, ranked[0]) < options.weak_lexical
+
+
+def lexical_coverage(snapshot: Snapshot, profile: QueryProfile, cand: Candidate) -> float:
+    """IDF-weighted share of the query's terms that occur in the candidate chunk."""
+    chunk = snapshot.segments[cand.segment].chunks[cand.index]
+    if profile.ident and any(t in _ident_set(chunk) for t in profile.ident[:1]):
+        return 1.0
+    if not profile.terms:
+        return 0.0
+    present = set(_analyzer().analyze(" ".join([*chunk.headings, chunk.text])))
+    searcher = snapshot.searcher
+    total = searcher.num_docs or 1
+    weight = hit = 0.0
+    for term in profile.terms:
+        idf = math.log(1 + total / (1 + searcher.doc_freq("body", term)))
+        weight += idf
+        hit += idf if term in present else 0.0
+    return hit / weight if weight else 0.0
+
+
+def _ident_set(chunk: ChunkRecord) -> set[str]:
+    return set(identifier_terms(chunk.text))
+
+
+def to_hit(snapshot: Snapshot, c: Candidate) -> Hit:
+    chunk = snapshot.segments[c.segment].chunks[c.index]
+    page = snapshot.pages.get(chunk.doc_id)
+    return Hit(
+        doc_id=chunk.doc_id,
+        chunk_id=chunk.chunk_id,
+        source=chunk.source,
+        path=chunk.path,
+        title=chunk.title,
+        headings=list(chunk.headings),
+        heading=" › ".join(chunk.headings),
+        text=chunk.text,
+        score=round(float(c.score), 6),
+        start_line=chunk.start_line,
+        end_line=chunk.end_line,
+        commit=page.commit if page else "",
+        match=c.match,
+    )

@@ -1,0 +1,199 @@
+"""One loaded, immutable index version: everything a search reads, opened once.
+
+A `Snapshot` follows one manifest and never changes afterwards; a new version is a new
+snapshot (the server swaps its reference and closes the old one when no search holds it).
+Vectors and token vectors stay memory-mapped; only chunk records, page tables and the HNSW
+graphs are read into memory.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import hnswlib
+import numpy as np
+import tantivy
+
+from docdex.index_format.layout import DataDir, IndexFormatError
+from docdex.index_format.model import FORMAT_MAJOR, ChunkRecord, Manifest, PageRecord
+from docdex.index_format.store import (
+    HNSW_FILE,
+    Segment,
+    current_version,
+    load_manifest,
+    load_pages,
+    load_segment,
+)
+from .late_interaction import TokenArrays, load_token_vectors
+
+# HNSW search breadth. Measured on apm-docs and rustc-dev-guide against exact numpy search
+# (docs/retrieval.md): recall@100 of windows is 1.0 from ef=200 on; ef=k+100 keeps it there
+# for larger k while costing < 1 ms.
+HNSW_EF_MIN = 200
+
+
+@dataclass
+class LoadedSegment:
+    """A dense segment with its HNSW graph and which of its chunks are live."""
+
+    segment: Segment
+    hnsw: hnswlib.Index | None  # None when the segment has no windows
+    live: np.ndarray  # (chunks,) bool
+    live_rows: np.ndarray  # (windows,) bool: the owner chunk is live
+    live_row_count: int
+    tokens: TokenArrays | None  # late-interaction token vectors, when the indexer wrote them
+
+    @property
+    def id(self) -> str:
+        return self.segment.id
+
+    @property
+    def chunks(self) -> list[ChunkRecord]:
+        return self.segment.chunks
+
+
+@dataclass
+class Snapshot:
+    data: DataDir
+    manifest: Manifest
+    segments: list[LoadedSegment]
+    chunk_index: dict[str, tuple[int, int]]  # live chunk_id -> (segment position, chunk index)
+    pages: dict[str, PageRecord]  # doc_id -> page
+    text_index: tantivy.Index
+    searcher: tantivy.Searcher
+    cache: dict = field(default_factory=dict)  # derived data computed once (e.g. token IDF)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _closed: bool = False
+
+    @property
+    def version(self) -> int:
+        return self.manifest.version
+
+    @property
+    def sources(self) -> list[str]:
+        return sorted(self.manifest.sources)
+
+    @classmethod
+    def load(cls, data: DataDir, version: int | None = None, embedder=None) -> Snapshot:
+        """Open `version` (None: the one CURRENT names). With an embedder, refuse a version
+        whose vectors another model made."""
+        data.check()
+        if version is None:
+            version = current_version(data)
+            if version is None:
+                raise IndexFormatError(
+                    f"{data.root} has no published version yet; run `docdex index` first"
+                )
+        manifest = load_manifest(data, version)
+        _check_compatible(manifest, embedder)
+        segments = [_load_segment(data, ref, manifest.embedder.dim) for ref in manifest.segments]
+        text_index = _open_text_index(data, manifest)
+        return cls(
+            data=data,
+            manifest=manifest,
+            segments=segments,
+            chunk_index=_chunk_index(segments),
+            pages=_pages(data, manifest),
+            text_index=text_index,
+            searcher=text_index.searcher(),
+        )
+
+    def chunk(self, chunk_id: str) -> ChunkRecord | None:
+        """The live chunk with this id, or None."""
+        where = self.chunk_index.get(chunk_id)
+        if where is None:
+            return None
+        return self.segments[where[0]].chunks[where[1]]
+
+    def close(self) -> None:
+        """Drop references to the HNSW graphs and the Tantivy index (mmaps close with them)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for seg in self.segments:
+                seg.hnsw = None
+                seg.tokens = None
+            self.segments = []
+            self.chunk_index = {}
+            del self.searcher, self.text_index
+
+
+def _check_compatible(manifest: Manifest, embedder) -> None:
+    if manifest.format_major != FORMAT_MAJOR:
+        raise IndexFormatError(
+            f"version {manifest.version} has index format {manifest.format_major}; "
+            f"this docdex reads format {FORMAT_MAJOR}.x"
+        )
+    if embedder is None:
+        return
+    ours, theirs = embedder.info, manifest.embedder
+    if ours.id != theirs.id or ours.dim != theirs.dim:
+        raise IndexFormatError(
+            f"version {manifest.version} was built with embedder {theirs.id!r} "
+            f"(dim {theirs.dim}), but this docdex loads {ours.id!r} (dim {ours.dim}); "
+            "re-index with `docdex index --full` or install the matching model"
+        )
+
+
+def _load_segment(data: DataDir, ref, dim: int) -> LoadedSegment:
+    segment = load_segment(data, ref.id, dim)
+    live = np.ones(len(segment.chunks), dtype=bool)
+    dead = [i for i in ref.tombstones if 0 <= i < len(live)]
+    live[dead] = False
+    owners = segment.owners
+    live_rows = live[owners] if len(owners) else np.zeros(0, dtype=bool)
+    hnsw = _load_hnsw(segment.path / HNSW_FILE, dim, len(owners)) if len(owners) else None
+    if hnsw is not None:
+        # Dead rows are skipped inside hnswlib (C++), cheaper than a Python filter per visit.
+        for row in np.flatnonzero(~live_rows):
+            hnsw.mark_deleted(int(row))
+    return LoadedSegment(
+        segment=segment,
+        hnsw=hnsw,
+        live=live,
+        live_rows=live_rows,
+        live_row_count=int(live_rows.sum()),
+        tokens=load_token_vectors(segment.path, len(segment.chunks)),
+    )
+
+
+def _load_hnsw(path: Path, dim: int, rows: int) -> hnswlib.Index:
+    if not path.is_file():
+        raise IndexFormatError(f"segment file {path} is missing")
+    index = hnswlib.Index(space="cosine", dim=dim)
+    try:
+        index.load_index(str(path), max_elements=rows)
+    except RuntimeError as exc:
+        raise IndexFormatError(f"HNSW index {path} cannot be read: {exc}") from None
+    index.set_ef(HNSW_EF_MIN)
+    index.set_num_threads(1)
+    return index
+
+
+def _chunk_index(segments: list[LoadedSegment]) -> dict[str, tuple[int, int]]:
+    out: dict[str, tuple[int, int]] = {}
+    for s, seg in enumerate(segments):
+        for i in np.flatnonzero(seg.live):
+            out[seg.chunks[i].chunk_id] = (s, int(i))
+    return out
+
+
+def _pages(data: DataDir, manifest: Manifest) -> dict[str, PageRecord]:
+    pages: dict[str, PageRecord] = {}
+    for state in manifest.sources.values():
+        for page in load_pages(data, state.pages_file):
+            pages[page.doc_id] = page
+    return pages
+
+
+def _open_text_index(data: DataDir, manifest: Manifest) -> tantivy.Index:
+    path = data.text_index(manifest.text_index)
+    if not path.is_dir():
+        raise IndexFormatError(f"text index {path} of version {manifest.version} is missing")
+    try:
+        return tantivy.Index.open(str(path))
+    except ValueError as exc:
+        raise IndexFormatError(f"text index {path} cannot be opened: {exc}") from None

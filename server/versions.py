@@ -1,0 +1,260 @@
+"""Which index version the server answers from, and swapping it without stopping searches.
+
+    CURRENT ──poll──> load in the background ──> swap one reference ──> old one closes when
+                      (refuse what we can't serve)                      its last search ends
+
+A search takes a lease on the version that is current when it starts (`acquire()`), so it
+reads one version from start to end however many swaps happen meanwhile. A version the
+server cannot serve (another format major, another embedder, missing files) is refused:
+the previous version keeps serving and the refusal shows in `stats()` until CURRENT moves on.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Protocol
+
+import msgspec
+from docdex.index_format.layout import DataDir, IndexFormatError
+from docdex.index_format.store import current_version
+
+log = logging.getLogger("docdex.server")
+
+POLL_INTERVAL_S = 0.25
+RETRY_AFTER_S = 10.0  # a load that failed for a reason other than the index format
+
+
+class Servable(Protocol):
+    """What the holder needs of a loaded version (a `Snapshot`)."""
+
+    @property
+    def version(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+Loader = Callable[[int], Servable]
+
+
+class NoVersion(Exception):
+    """No version can be served (nothing published yet, or nothing loadable)."""
+
+
+class Refusal(msgspec.Struct, frozen=True):
+    version: int
+    error: str
+    at: str  # ISO 8601 UTC
+
+
+class VersionStats(msgspec.Struct, frozen=True):
+    serving: int | None  # the version new searches use
+    serving_since: str | None
+    load_ms: float | None  # how long loading the serving version took
+    swaps: int  # versions installed since start
+    held_old: list[int]  # replaced versions still held by a running search
+    closed: int  # replaced versions closed so far
+    refused_version: Refusal | None  # the version CURRENT names, when it cannot be served
+    error: str | None  # why nothing is served (when serving is None)
+
+
+class _Entry:
+    """One loaded version and the number of searches holding it."""
+
+    __slots__ = ("snapshot", "leases", "retired", "since", "load_ms")
+
+    def __init__(self, snapshot: Servable, load_ms: float) -> None:
+        self.snapshot = snapshot
+        self.leases = 0
+        self.retired = False
+        self.since = _now()
+        self.load_ms = load_ms
+
+
+class VersionHolder:
+    """The served version, swapped atomically; old versions close when no search holds them."""
+
+    def __init__(self, data: DataDir, load: Loader, poll_interval: float = POLL_INTERVAL_S):
+        self.data = data
+        self._load = load
+        self._poll_interval = poll_interval
+        self._lock = threading.Lock()
+        self._entry: _Entry | None = None
+        self._held_old: list[_Entry] = []
+        self._swaps = 0
+        self._closed = 0
+        self._refused: Refusal | None = None
+        self._retry_at: dict[int, float] = {}  # version -> monotonic time to try again
+        self._error: str | None = "not started"
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # --- reading ---------------------------------------------------------------------------
+
+    @contextmanager
+    def acquire(self) -> Iterator[Servable]:
+        """Lease the current version for the duration of the `with` block."""
+        with self._lock:
+            entry = self._entry
+            if entry is None:
+                raise NoVersion(self._error or "no index version is loaded")
+            entry.leases += 1
+        try:
+            yield entry.snapshot
+        finally:
+            self._release(entry)
+
+    def _release(self, entry: _Entry) -> None:
+        with self._lock:
+            entry.leases -= 1
+            done = entry.retired and entry.leases == 0
+            if done:
+                self._held_old.remove(entry)
+        if done:
+            self._close(entry, "its last search ended")
+
+    def stats(self) -> VersionStats:
+        with self._lock:
+            entry = self._entry
+            return VersionStats(
+                serving=entry.snapshot.version if entry else None,
+                serving_since=entry.since if entry else None,
+                load_ms=entry.load_ms if entry else None,
+                swaps=self._swaps,
+                held_old=[e.snapshot.version for e in self._held_old],
+                closed=self._closed,
+                refused_version=self._refused,
+                error=None if entry else self._error,
+            )
+
+    @property
+    def serving(self) -> int | None:
+        entry = self._entry
+        return entry.snapshot.version if entry else None
+
+    # --- changing --------------------------------------------------------------------------
+
+    def swap(self, snapshot: Servable, load_ms: float = 0.0) -> None:
+        """Serve `snapshot` from now on; the old version closes once no search holds it."""
+        new = _Entry(snapshot, load_ms)
+        with self._lock:
+            old, self._entry = self._entry, new
+            self._swaps += 1
+            self._error = None
+            if old is not None:
+                old.retired = True
+                if old.leases:
+                    self._held_old.append(old)
+        previous = f" (was {old.snapshot.version})" if old else ""
+        log.info("serving version %d%s, loaded in %.0f ms", snapshot.version, previous, load_ms)
+        if old is not None and not old.leases:
+            self._close(old, "no search holds it")
+
+    def refresh(self) -> None:
+        """Follow CURRENT once: load and swap in the version it names, if it is new."""
+        try:
+            version = current_version(self.data)
+        except IndexFormatError as exc:
+            self._nothing_to_follow(str(exc))
+            return
+        if version is None:
+            self._nothing_to_follow(self._why_no_version())
+            return
+        if version == self.serving:
+            self._refused = None  # CURRENT came back to the served version
+            return
+        if time.monotonic() < self._retry_at.get(version, 0.0):
+            return
+        self._try_load(version)
+
+    def _try_load(self, version: int) -> None:
+        started = time.perf_counter()
+        try:
+            snapshot = self._load(version)
+        except Exception as exc:  # noqa: BLE001 - any failure must leave the old version serving
+            self._load_failed(version, exc)
+            return
+        load_ms = (time.perf_counter() - started) * 1000
+        self._refused = None
+        self._retry_at.clear()
+        self.swap(snapshot, load_ms)
+
+    def _load_failed(self, version: int, exc: Exception) -> None:
+        if self._current_moved_from(version):
+            log.info("version %d was replaced while loading; following CURRENT", version)
+            return
+        permanent = isinstance(exc, IndexFormatError)  # versions are immutable: no retry
+        self._retry_at[version] = float("inf") if permanent else time.monotonic() + RETRY_AFTER_S
+        error = str(exc) if permanent else f"{type(exc).__name__}: {exc}"
+        self._refused = Refusal(version=version, error=error, at=_now())
+        serving = self.serving
+        keep = f"still serving version {serving}" if serving else "nothing to serve"
+        log.error("refused version %d: %s; %s", version, error, keep)
+        if serving is None:
+            self._error = f"version {version} cannot be served: {error}"
+
+    def _current_moved_from(self, version: int) -> bool:
+        try:
+            return current_version(self.data) != version
+        except IndexFormatError:
+            return False
+
+    def _nothing_to_follow(self, why: str) -> None:
+        if self._entry is None and self._error != why:
+            log.warning("no index to serve yet: %s", why)
+            self._error = why
+
+    def _why_no_version(self) -> str:
+        if not self.data.marker.exists():
+            return (
+                f"{self.data.root} is not a docdex data directory yet; "
+                "add a source and run `docdex index`"
+            )
+        return f"{self.data.root} has no published version yet; run `docdex index`"
+
+    def _close(self, entry: _Entry, why: str) -> None:
+        entry.snapshot.close()
+        with self._lock:
+            self._closed += 1
+        log.info("closed version %d (%s)", entry.snapshot.version, why)
+
+    # --- watching --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Poll CURRENT in a background thread (the first refresh is the caller's)."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._watch, name="docdex-versions", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self._poll_interval):
+            try:
+                self.refresh()
+            except Exception:  # noqa: BLE001 - the watcher must outlive any one bad poll
+                log.exception("watching %s failed; retrying", self.data.current)
+
+    def stop(self) -> None:
+        """Stop watching and close the served version (call after the last search)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+        with self._lock:
+            entry, self._entry = self._entry, None
+            self._error = "server stopped"
+            if entry is not None:
+                entry.retired = True
+                if entry.leases:
+                    self._held_old.append(entry)  # the last search closes it
+        if entry is not None and not entry.leases:
+            self._close(entry, "server stopped")
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,651 @@
+"""`docdex serve` end to end: real server processes, a real index built from a real git
+repository, a real MCP client over HTTP; every tool, every error, auth on and off."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx2
+import pytest
+from docdex.index_format.layout import DataDir
+from docdex.indexer.pipeline import index_sources
+from docdex.indexer.queue import pending_requests
+from docdex.server import metrics
+from gitrepo import Workspace
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from docdex.config import Config, SourceConfig, save_config
+
+TOKEN = "s3cret-token-for-tests-0123456789"
+
+INSTALL = """---
+title: Install guide
+tags: [setup, install]
+---
+# Install
+
+Run the installer with `--prefix /opt/docdex` to pick a directory.
+
+## Requirements
+
+Python 3.11 and a C compiler are needed to build hnswlib from source.
+"""
+
+FAQ = """# FAQ
+
+## Why is my index stale?
+
+The post-receive hook files a request; the worker publishes a new version within seconds.
+
+## Error E1234
+
+The error code E1234 means the writer lock file is busy: another indexer is running.
+"""
+
+API = """# API reference
+
+## Endpoints
+
+`GET /api/search?q=...` returns the same JSON as the search_docs tool.
+
+## Tokens
+
+Set DOCDEX_TOKEN to require a bearer token on every request.
+"""
+
+# --- helpers shared with test_versions.py ----------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class HttpReply:
+    status: int
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def json(self):
+        return json.loads(self.body)
+
+
+def http(url: str, headers: dict[str, str] | None = None, method: str = "GET", data=None):
+    request = urllib.request.Request(url, headers=headers or {}, method=method, data=data)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return HttpReply(reply.status, reply.read(), dict(reply.headers))
+    except urllib.error.HTTPError as err:
+        return HttpReply(err.code, err.read(), dict(err.headers))
+
+
+class Server:
+    """`docdex --data DATA serve` in a subprocess, its output in a log file."""
+
+    def __init__(self, data: Path, log: Path, token: str | None = None, host="127.0.0.1"):
+        self.data, self.log_path, self.host = data, log, host
+        self.port = free_port()
+        env = {k: v for k, v in os.environ.items() if k != "DOCDEX_TOKEN"}
+        if token:
+            env["DOCDEX_TOKEN"] = token
+        self.started = time.monotonic()
+        self.ready_s: float | None = None
+        self.log_file = open(log, "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "docdex.cli",
+                "--data",
+                str(data),
+                "serve",
+                "--host",
+                host,
+                "--port",
+                str(self.port),
+            ],
+            stdout=self.log_file,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def mcp(self) -> str:
+        return f"{self.url}/mcp"
+
+    def wait_ready(self, timeout: float = 90) -> Server:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"server exited {self.proc.returncode}:\n{self.log()}")
+            with contextlib.suppress(OSError):
+                http(f"{self.url}/health")
+                self.ready_s = time.monotonic() - self.started
+                return self
+            time.sleep(0.1)
+        raise AssertionError(f"server not ready after {timeout}s:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log_file.close()
+
+
+def mcp_transport(url: str, token: str | None = None):
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=60))
+
+
+def call_tools(url: str, calls: list[tuple[str, dict]], token: str | None = None) -> list:
+    """Each (tool, arguments) over one MCP session; the CallToolResults in order."""
+
+    async def run():
+        async with Client(mcp_transport(url, token)) as client:
+            return [await client.call_tool(name, args) for name, args in calls]
+
+    return asyncio.run(run())
+
+
+def call_tool(url: str, name: str, args: dict | None = None, token: str | None = None):
+    return call_tools(url, [(name, args or {})], token)[0]
+
+
+def error_text(result) -> str:
+    assert result.is_error, result
+    return result.content[0].text
+
+
+def build_workspace(root: Path) -> Workspace:
+    ws = Workspace(root)
+    ws.write("guide/install.md", INSTALL)
+    ws.write("faq.md", FAQ)
+    ws.write("reference/api.md", API)
+    ws.commit_and_push("initial")
+    return ws
+
+
+def index_workspace(data: DataDir, ws: Workspace, embedder, **settings) -> int:
+    from docdex.config import Settings
+
+    config = Config(
+        settings=Settings(**settings), sources=[SourceConfig(name="docs", location=str(ws.bare))]
+    )
+    data.ensure()
+    save_config(data, config)
+    report = index_sources(data, config, embedder=embedder)
+    assert report.published, report
+    return report.version
+
+
+def wait_for(predicate, timeout: float = 20, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+# --- fixtures --------------------------------------------------------------------------------
+
+
+@dataclass
+class Servers:
+    data: DataDir
+    version: int
+    open: Server
+    token: Server
+    empty: Server
+    empty_dir: Path
+    ws: Workspace
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory, embedder):
+    root = tmp_path_factory.mktemp("server")
+    ws = build_workspace(root)
+    data = DataDir(root / "data")
+    version = index_workspace(data, ws, embedder)
+    empty_dir = root / "empty"
+    empty_dir.mkdir()
+    started = [
+        Server(data.root, root / "open.log"),
+        Server(data.root, root / "token.log", token=TOKEN),
+        Server(empty_dir, root / "empty.log"),
+    ]
+    try:
+        for server in started:
+            server.wait_ready()
+        yield Servers(data, version, *started, empty_dir=empty_dir, ws=ws)
+    finally:
+        for server in started:
+            server.stop()
+
+
+# --- boot, /, /health ------------------------------------------------------------------------
+
+
+def test_boot_is_timed_and_logged(servers):
+    log = wait_for(
+        lambda: "ready: MCP at" in servers.open.log() and servers.open.log(), what="ready line"
+    )
+    for stage in ("model loaded", f"version {servers.version} loaded", "ready: MCP at"):
+        assert re.search(rf"\[boot \+\d+ ms\] {stage}", log), (stage, log)
+    assert re.search(r"\[boot \+\d+ ms\] no version to serve yet", servers.empty.log())
+
+
+def test_index_page_names_the_mcp_url(servers):
+    reply = http(f"{servers.open.url}/")
+    assert reply.status == 200
+    text = reply.body.decode()
+    assert f"{servers.open.url}/mcp" in text and '"mcpServers"' in text
+    assert "Authorization" not in text
+    token_page = http(f"{servers.token.url}/").body.decode()  # open without a token
+    assert "Bearer ${DOCDEX_TOKEN}" in token_page
+
+
+def test_health_reports_index_models_and_metrics(servers):
+    reply = http(f"{servers.open.url}/health")
+    assert reply.status == 200
+    body = reply.json()
+    assert body["status"] == "ok"
+    assert body["index_version"] == servers.version
+    assert body["total_sources"] == 1 and body["total_chunks"] > 0
+    source = body["sources"]["docs"]
+    assert len(source["commit"]) == 40 and source["files"] == 3
+    assert body["models"]["embedder"].startswith("all-MiniLM-L6-v2")
+    assert body["models"]["reranker"]
+    assert body["uptime_s"] > 0 and body["refused_version"] is None
+    assert body["last_ingestion"] is None and body["last_ingestion_failure"] is None
+
+    run = metrics.IngestionMetrics(
+        completed_at="2026-01-02T03:04:05Z",
+        duration_s=1.5,
+        rss_at_end_mb=210.0,
+        chunks_embedded=7,
+        version=servers.version,
+    )
+    failure = metrics.IngestionFailure(failed_at="2026-01-02T04:00:00Z", error="disk full")
+    metrics.write_last_ingestion(servers.data, run)
+    metrics.write_last_failure(servers.data, failure)
+    try:
+        assert metrics.read_last_ingestion(servers.data) == run
+        body = http(f"{servers.open.url}/health").json()
+        assert body["last_ingestion"]["chunks_embedded"] == 7
+        assert body["last_ingestion"]["rss_at_end_mb"] == 210.0
+        assert body["last_ingestion_failure"]["error"] == "disk full"
+    finally:
+        metrics.last_ingestion_path(servers.data).unlink()
+        metrics.last_failure_path(servers.data).unlink()
+
+
+def test_empty_data_dir_is_503_until_a_version_appears(servers, embedder):
+    url = servers.empty.url
+    reply = http(f"{url}/health")
+    assert reply.status == 503
+    body = reply.json()
+    assert body["status"] == "error" and "docdex index" in body["error"]
+    assert http(f"{url}/api/search?q=install").status == 503
+    assert "docdex index" in error_text(
+        call_tool(servers.empty.mcp, "search_docs", {"query": "install"})
+    )
+    assert list(servers.empty_dir.iterdir()) == []  # the server wrote nothing
+
+    index_workspace(DataDir(servers.empty_dir), servers.ws, embedder)
+    wait_for(lambda: http(f"{url}/health").status == 200, what="first version served")
+    assert http(f"{url}/api/search?q=install").json()["results"]
+
+
+# --- tools -----------------------------------------------------------------------------------
+
+
+def test_tools_have_the_expected_names_and_parameters(servers):
+    async def run():
+        async with Client(servers.open.mcp) as client:
+            return (await client.list_tools()).tools
+
+    tools = {t.name: t for t in asyncio.run(run())}
+    params = {name: set(t.input_schema["properties"]) for name, t in tools.items()}
+    assert params == {
+        "search_docs": {"query", "num_results", "source", "path_prefix"},
+        "query_docs": {
+            "source",
+            "file_path_contains",
+            "title_contains",
+            "created_after",
+            "created_before",
+            "limit",
+        },
+        "get_document": {"doc_id"},
+        "list_sources": set(),
+        "reindex": {"source"},
+    }
+    search = tools["search_docs"]
+    assert "English" in search.description and "start_line" in search.description
+    assert search.input_schema["required"] == ["query"]
+    assert search.input_schema["properties"]["num_results"]["default"] == 10
+    assert set(search.output_schema["properties"]) == {
+        "results",
+        "index_version",
+        "took_ms",
+        "low_confidence",
+    }
+
+
+def test_search_docs_returns_cited_hits(servers):
+    result = call_tool(servers.open.mcp, "search_docs", {"query": "E1234", "num_results": 3})
+    assert not result.is_error
+    out = result.structured_content
+    assert out["index_version"] == servers.version and out["took_ms"] > 0
+    assert out["low_confidence"] is False
+    top = out["results"][0]
+    assert set(top) == {
+        "doc_id",
+        "chunk_id",
+        "source",
+        "path",
+        "title",
+        "headings",
+        "heading",
+        "text",
+        "score",
+        "start_line",
+        "end_line",
+        "commit",
+        "match",
+    }
+    assert top["doc_id"] == "docs:faq.md" and top["chunk_id"].startswith("docs:faq.md#chunk")
+    assert "E1234" in top["text"] and top["heading"] == "FAQ › Error E1234"
+    lines = FAQ.split("\n")[top["start_line"] - 1 : top["end_line"]]
+    assert "\n".join(lines) == top["text"]
+    assert json.loads(result.content[0].text) == out  # text content: the same JSON
+
+    api = http(f"{servers.open.url}/api/search?q=E1234&n=3").json()
+    for answer in (api, out):
+        answer.pop("took_ms")
+    assert api == out
+
+
+def test_search_docs_filters(servers):
+    by_source = call_tool(servers.open.mcp, "search_docs", {"query": "token", "source": "docs"})
+    assert by_source.structured_content["results"]
+    by_path = call_tool(
+        servers.open.mcp, "search_docs", {"query": "install python", "path_prefix": "guide/"}
+    )
+    paths = {hit["path"] for hit in by_path.structured_content["results"]}
+    assert paths == {"guide/install.md"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"query": ""}, "query is empty"),
+        ({"query": "   "}, "query is empty"),
+        ({"query": "x" * 5000}, "limit is"),
+        ({"query": "install", "num_results": 0}, "between 1 and 100"),
+        ({"query": "install", "num_results": 101}, "between 1 and 100"),
+        ({"query": "install", "source": "nope"}, "valid sources: docs"),
+    ],
+)
+def test_search_docs_bad_input_is_a_tool_error(servers, args, message):
+    assert message in error_text(call_tool(servers.open.mcp, "search_docs", args))
+
+
+def test_query_docs_lists_pages_by_metadata(servers):
+    calls = [
+        ("query_docs", {}),
+        ("query_docs", {"file_path_contains": "GUIDE/"}),
+        ("query_docs", {"title_contains": "faq"}),
+        ("query_docs", {"source": "docs", "limit": 1}),
+        ("query_docs", {"created_after": "2000-01-01"}),
+        ("query_docs", {"created_before": "2000-01-01T00:00:00Z"}),
+        ("query_docs", {"created_after": "2999-01-01", "created_before": "3000-01-01"}),
+    ]
+    every, by_path, by_title, limited, after, before, future = (
+        r.structured_content for r in call_tools(servers.open.mcp, calls)
+    )
+    assert [d["path"] for d in every["documents"]] == [
+        "faq.md",
+        "guide/install.md",
+        "reference/api.md",
+    ]
+    install = every["documents"][1]
+    assert install["title"] == "Install guide" and install["tags"] == ["setup", "install"]
+    assert install["doc_id"] == "docs:guide/install.md" and install["chunks"] == 2
+    assert install["created"].endswith("Z") and len(install["commit"]) == 40
+    assert every["total"] == 3 and every["index_version"] == servers.version
+    assert [d["path"] for d in by_path["documents"]] == ["guide/install.md"]
+    assert [d["path"] for d in by_title["documents"]] == ["faq.md"]
+    assert len(limited["documents"]) == 1 and limited["total"] == 3 and limited["truncated"]
+    assert after["total"] == 3 and before["total"] == 0 and future["total"] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"created_after": "yesterday"}, "ISO 8601"),
+        ({"created_before": "2024-13-45"}, "2024-05-01T12:00:00Z"),
+        ({"limit": 0}, "between 1 and 100"),
+        ({"limit": 1000}, "between 1 and 100"),
+        ({"source": "nope"}, "valid sources: docs"),
+    ],
+)
+def test_query_docs_bad_input_is_a_tool_error(servers, args, message):
+    assert message in error_text(call_tool(servers.open.mcp, "query_docs", args))
+
+
+def test_get_document_returns_a_page_or_a_chunk(servers):
+    page, chunk = (
+        r.structured_content
+        for r in call_tools(
+            servers.open.mcp,
+            [
+                ("get_document", {"doc_id": "docs:guide/install.md"}),
+                ("get_document", {"doc_id": "docs:faq.md#chunk1"}),
+            ],
+        )
+    )
+    assert page["kind"] == "page" and page["title"] == "Install guide"
+    assert page["index_version"] == servers.version
+    file_lines = INSTALL.split("\n")
+    text_lines = page["text"].split("\n")
+    for section in page["sections"]:  # line-aligned with the file
+        span = slice(section["start_line"] - 1, section["end_line"])
+        assert text_lines[span] == file_lines[span]
+    assert page["text"].strip() == INSTALL.split("---\n", 2)[2].strip()  # no gaps but front matter
+
+    assert chunk["kind"] == "chunk" and "E1234" in chunk["text"]
+    assert chunk["doc_id"] == "docs:faq.md" and chunk["heading"] == "FAQ › Error E1234"
+    assert chunk["previous_chunk_id"] == "docs:faq.md#chunk0" and chunk["next_chunk_id"] is None
+
+
+@pytest.mark.parametrize(
+    ("doc_id", "message"),
+    [
+        ("", "doc_id is empty"),
+        ("../../etc/passwd", "is not a document id"),
+        ("docs:../../etc/passwd", "never contain '..'"),
+        ("docs:guide/../../../etc/passwd", "never contain '..'"),
+        ("docs:/etc/passwd", "relative to the repository"),
+        ("/etc/passwd", "is not a document id"),
+        ("docs:faq.md\x00.txt", "control characters"),
+        ("docs:C:\\windows\\win.ini", "backslashes"),
+        ("docs:missing.md", "no document 'docs:missing.md'"),
+        ("docs:faq.md#chunk99", "no document"),
+        ("other:faq.md", "valid sources: docs"),
+        ("docs:" + "a" * 2000, "limit is"),
+    ],
+)
+def test_get_document_refuses_ids_outside_the_index(servers, doc_id, message):
+    assert message in error_text(call_tool(servers.open.mcp, "get_document", {"doc_id": doc_id}))
+
+
+def test_list_sources(servers):
+    out = call_tool(servers.open.mcp, "list_sources").structured_content
+    (source,) = out["sources"]
+    assert source["name"] == "docs" and source["kind"] == "bare" and source["branch"] == "main"
+    assert source["indexed"] and len(source["commit"]) == 40
+    assert source["files"] == 3 and source["chunks"] > 3
+    assert source["indexed_at"].endswith("Z") and source["last_error"] == ""
+    assert out["index_version"] == servers.version
+
+
+def index_files(data: DataDir) -> dict[str, int]:
+    watched = [data.current, data.versions, data.segments, data.text, data.pages]
+    out = {}
+    for top in watched:
+        paths = [top] if top.is_file() else top.rglob("*")
+        out.update({str(p): p.stat().st_mtime_ns for p in paths})
+    return out
+
+
+def test_reindex_files_a_request_and_writes_no_index(servers):
+    before = index_files(servers.data)
+    first, again, one, unknown = call_tools(
+        servers.open.mcp,
+        [
+            ("reindex", {}),
+            ("reindex", {}),
+            ("reindex", {"source": "docs"}),
+            ("reindex", {"source": "nope"}),
+        ],
+    )
+    filed = first.structured_content
+    assert filed["request_id"] and not filed["already_pending"]
+    assert again.structured_content["request_id"] == filed["request_id"]
+    assert again.structured_content["already_pending"]
+    assert one.structured_content["source"] == "docs"
+    assert "valid sources: docs" in error_text(unknown)
+    queued = {r.id: r for r in pending_requests(servers.data)}
+    assert queued[filed["request_id"]].origin == "reindex"
+    assert queued[one.structured_content["request_id"]].source == "docs"
+    assert index_files(servers.data) == before
+    for request_file in (servers.data.state / "queue").glob("*.json"):
+        request_file.unlink()
+
+
+# --- /api/search -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("n=10", "query is empty"),
+        ("q=install&n=abc", "n must be an integer"),
+        ("q=install&n=0", "between 1 and 100"),
+        ("q=install&source=nope", "valid sources: docs"),
+    ],
+)
+def test_api_search_bad_input_is_400(servers, query, message):
+    reply = http(f"{servers.open.url}/api/search?{query}")
+    assert reply.status == 400 and message in reply.json()["error"]
+
+
+# --- security --------------------------------------------------------------------------------
+
+
+def test_bad_host_header_is_rejected(servers):
+    evil = {"Host": "evil.example:80"}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+    mcp_headers = {
+        **evil,
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+    assert http(servers.open.mcp, mcp_headers, "POST", body).status == 421
+    assert http(f"{servers.open.url}/api/search?q=install", evil).status == 421
+    assert http(f"{servers.open.url}/api/search?q=install", {"Host": "localhost"}).status == 200
+
+
+def test_token_guards_mcp_and_api_but_not_health(servers):
+    url = servers.token.url
+    assert http(f"{url}/api/search?q=install").status == 401
+    wrong = http(f"{url}/api/search?q=install", {"Authorization": "Bearer nope"})
+    assert wrong.status == 401 and "Bearer" in wrong.json()["error"]
+    assert wrong.headers.get("www-authenticate") == "Bearer"
+    basic = http(f"{url}/api/search?q=install", {"Authorization": f"Basic {TOKEN}"})
+    assert basic.status == 401
+    right = http(f"{url}/api/search?q=install", {"Authorization": f"Bearer {TOKEN}"})
+    assert right.status == 200 and right.json()["results"]
+    assert http(f"{url}/health").status == 200
+    assert http(f"{url}/mcp", {"Content-Type": "application/json"}, "POST", b"{}").status == 401
+
+    for bad in (None, "wrong-token"):
+        with pytest.raises(Exception):  # noqa: B017 - the SDK raises its own transport errors
+            call_tool(servers.token.mcp, "list_sources", token=bad)
+    ok = call_tool(servers.token.mcp, "search_docs", {"query": "E1234"}, token=TOKEN)
+    assert not ok.is_error and ok.structured_content["results"]
+
+
+def test_non_loopback_bind_without_token_is_refused(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "DOCDEX_TOKEN"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "docdex.cli",
+            "--data",
+            str(tmp_path),
+            "serve",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(free_port()),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "DOCDEX_TOKEN" in done.stderr and "--insecure" in done.stderr
+    assert "model loaded" not in done.stderr  # refused before any work
+
+
+# --- docdex search ---------------------------------------------------------------------------
+
+
+def test_cli_search_prints_hits_and_json(servers, capsys):
+    from docdex.server.cli_search import run_search_command
+
+    assert run_search_command(servers.data, "E1234", n=2) == 0
+    text = capsys.readouterr().out
+    assert "docs:faq.md:" in text and "FAQ › Error E1234" in text and "E1234 means" in text
+    assert f"index version {servers.version}" in text
+
+    assert run_search_command(servers.data, "E1234", "docs", "", 2, as_json=True) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["results"][0]["doc_id"] == "docs:faq.md" and len(out["results"]) == 2
+
+    assert run_search_command(servers.data, "E1234", source="nope") == 1
+    assert "valid sources: docs" in capsys.readouterr().err

@@ -1,0 +1,280 @@
+"""Version swaps: leases keep a search on one version, old versions close after their last
+search, versions the server cannot serve are refused; and the whole thing under load: a
+real server answering without pause while the real indexer publishes 20 versions."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import threading
+import urllib.parse
+
+import msgspec
+import pytest
+from docdex.index_format.layout import DataDir
+from docdex.index_format.store import load_manifest, point_current, write_manifest
+from docdex.indexer.pipeline import index_sources
+from docdex.server.app import load_snapshot
+from docdex.server.search import search
+from docdex.server.versions import NoVersion, VersionHolder
+from gitrepo import Workspace
+from mcp import Client
+from test_server import Server, http, index_workspace, wait_for
+
+from docdex.config import Config, Settings, SourceConfig
+
+PAGES = ("alpha", "beta", "gamma")
+QUERY = "zebra release marker"
+
+
+def page_text(name: str, generation: int) -> str:
+    return (
+        f"# Page {name}\n\n"
+        f"Release marker gen{generation} of page {name}. The zebra crossing is documented "
+        f"here, generation gen{generation}.\n"
+    )
+
+
+def write_generation(ws: Workspace, generation: int) -> None:
+    for name in PAGES:
+        ws.write(f"{name}.md", page_text(name, generation))
+    ws.commit_and_push(f"generation {generation}")
+
+
+def config_for(ws: Workspace) -> Config:
+    return Config(settings=Settings(), sources=[SourceConfig(name="docs", location=str(ws.bare))])
+
+
+def publish(data: DataDir, ws: Workspace, generation: int, embedder) -> int:
+    write_generation(ws, generation)
+    report = index_sources(data, config_for(ws), embedder=embedder)
+    assert report.published, report
+    return report.version
+
+
+def refuse_by_embedder(data: DataDir, base: int, new: int) -> None:
+    """Publish `new`: the manifest of `base` claiming another embedder."""
+    manifest = load_manifest(data, base)
+    other = msgspec.structs.replace(manifest.embedder, id="some-other-model", dim=768)
+    write_manifest(data, msgspec.structs.replace(manifest, version=new, embedder=other))
+    point_current(data, new)
+
+
+# --- the holder, in process ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def two_versions(tmp_path_factory, embedder):
+    root = tmp_path_factory.mktemp("versions")
+    ws = Workspace(root)
+    data = DataDir(root / "data")
+    write_generation(ws, 1)
+    first = index_workspace(data, ws, embedder)
+    second = publish(data, ws, 2, embedder)
+    return data, first, second
+
+
+@pytest.fixture()
+def data_copy(two_versions, tmp_path):
+    data, first, second = two_versions
+    shutil.copytree(data.root, tmp_path / "data")
+    return DataDir(tmp_path / "data"), first, second
+
+
+def test_a_lease_keeps_its_version_until_released(data_copy, embedder):
+    data, first, second = data_copy
+    load = load_snapshot(data, embedder)
+    holder = VersionHolder(data, load)
+    holder.swap(load(first))
+    with holder.acquire() as old:
+        holder.refresh()  # CURRENT names the second version
+        assert holder.serving == second
+        stats = holder.stats()
+        assert stats.held_old == [first] and stats.closed == 0 and stats.swaps == 2
+        result = search(old, embedder, QUERY, 5)  # the held version still answers
+        assert result.index_version == first
+        assert all("gen1" in hit.text for hit in result.results)
+        with holder.acquire() as new:
+            assert new.version == second
+    stats = holder.stats()
+    assert stats.held_old == [] and stats.closed == 1
+    holder.stop()
+    assert holder.stats().closed == 2
+    with pytest.raises(NoVersion, match="stopped"), holder.acquire():
+        pass
+
+
+def test_an_unservable_version_is_refused_and_the_old_one_keeps_serving(data_copy, embedder):
+    data, _first, second = data_copy
+    holder = VersionHolder(data, load_snapshot(data, embedder))
+    holder.refresh()
+    assert holder.serving == second
+
+    refuse_by_embedder(data, second, second + 1)
+    holder.refresh()
+    refused = holder.stats().refused_version
+    assert refused is not None and refused.version == second + 1
+    assert "some-other-model" in refused.error and "dim 768" in refused.error
+    with holder.acquire() as snapshot:
+        assert snapshot.version == second
+
+    manifest = load_manifest(data, second)
+    data.manifest(second + 2).write_bytes(
+        msgspec.json.encode(msgspec.structs.replace(manifest, version=second + 2, format_major=2))
+    )
+    point_current(data, second + 2)
+    holder.refresh()
+    assert "format 2" in holder.stats().refused_version.error
+    assert holder.serving == second
+
+    point_current(data, second)  # CURRENT back on the served version: nothing is refused
+    holder.refresh()
+    assert holder.stats().refused_version is None and holder.serving == second
+    holder.stop()
+
+
+def test_nothing_to_serve_is_explained(tmp_path, embedder):
+    empty = DataDir(tmp_path / "empty")
+    holder = VersionHolder(empty, load_snapshot(empty, embedder))
+    holder.refresh()
+    with pytest.raises(NoVersion, match="docdex index"), holder.acquire():
+        pass
+    assert holder.stats().serving is None and "docdex index" in holder.stats().error
+
+
+def test_the_first_version_refused_leaves_nothing_to_serve(data_copy, embedder):
+    data, _first, second = data_copy
+    refuse_by_embedder(data, second, second + 1)
+    holder = VersionHolder(data, load_snapshot(data, embedder))
+    holder.refresh()
+    with pytest.raises(NoVersion, match="some-other-model"), holder.acquire():
+        pass
+
+
+# --- a real server under swaps ---------------------------------------------------------------
+
+
+class Searcher(threading.Thread):
+    """Searches without pause until stopped, keeping every answer (or failure)."""
+
+    def __init__(self, name: str, stop: threading.Event) -> None:
+        super().__init__(name=name, daemon=True)
+        self.stop = stop
+        self.answers: list[dict] = []
+        self.failures: list[str] = []
+
+
+class HttpSearcher(Searcher):
+    def __init__(self, url: str, stop: threading.Event) -> None:
+        super().__init__("http-searcher", stop)
+        self.url = f"{url}/api/search?" + urllib.parse.urlencode({"q": QUERY, "n": 10})
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                reply = http(self.url)
+            except OSError as exc:
+                self.failures.append(repr(exc))
+                continue
+            if reply.status != 200:
+                self.failures.append(f"{reply.status}: {reply.body[:200]!r}")
+            else:
+                self.answers.append(reply.json())
+
+
+class McpSearcher(Searcher):
+    def __init__(self, url: str, stop: threading.Event) -> None:
+        super().__init__("mcp-searcher", stop)
+        self.url = url
+
+    def run(self) -> None:
+        asyncio.run(self._run())
+
+    async def _run(self) -> None:
+        async with Client(self.url) as client:
+            while not self.stop.is_set():
+                try:
+                    result = await client.call_tool("search_docs", {"query": QUERY})
+                except Exception as exc:  # noqa: BLE001 - every failure is a finding
+                    self.failures.append(repr(exc))
+                    continue
+                if result.is_error:
+                    self.failures.append(result.content[0].text)
+                else:
+                    self.answers.append(result.structured_content)
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory, embedder):
+    root = tmp_path_factory.mktemp("live")
+    ws = Workspace(root)
+    data = DataDir(root / "data")
+    write_generation(ws, 0)
+    base = index_workspace(data, ws, embedder)
+    server = Server(data.root, root / "server.log").wait_ready()
+    yield data, ws, server, {base: 0}
+    server.stop()
+
+
+def test_searches_never_fail_or_mix_versions_while_20_versions_are_published(live, embedder):
+    data, ws, server, generation_of = live
+    stop = threading.Event()
+    searchers = [HttpSearcher(server.url, stop), McpSearcher(server.mcp, stop)]
+    for searcher in searchers:
+        searcher.start()
+    wait_for(lambda: all(s.answers for s in searchers), what="first answers")
+    for generation in range(1, 21):
+        generation_of[publish(data, ws, generation, embedder)] = generation
+    last = max(generation_of)
+    wait_for(
+        lambda: all(s.answers[-1]["index_version"] == last for s in searchers),
+        what=f"version {last} served",
+    )
+    stop.set()
+    for searcher in searchers:
+        searcher.join(timeout=30)
+
+    answers = [a for s in searchers for a in s.answers]
+    assert [f for s in searchers for f in s.failures] == []
+    for answer in answers:
+        generation = generation_of[answer["index_version"]]
+        texts = [hit["text"] for hit in answer["results"]]
+        assert len(texts) == len(PAGES), answer
+        assert all(f"marker gen{generation} of" in t for t in texts), answer
+    seen = {a["index_version"] for a in answers}
+    print(
+        f"\n{len(answers)} answers ({[len(s.answers) for s in searchers]}), "
+        f"versions seen {sorted(seen)}"
+    )
+    assert len(seen) >= 5, seen  # the searches really ran across swaps
+    health = wait_for(
+        lambda: (h := http(f"{server.url}/health").json())["versions"]["held_old"] == [] and h,
+        what="old versions closed",
+    )
+    assert health["index_version"] == last and health["status"] == "ok"
+    assert health["versions"]["closed"] >= len(seen) - 1
+    assert "closed version" in server.log()
+
+
+def test_a_refused_version_shows_in_health_and_the_old_one_keeps_serving(live):
+    data, _ws, server, generation_of = live
+    served = max(generation_of)
+    refused = served + 100
+    refuse_by_embedder(data, served, refused)
+    health = wait_for(
+        lambda: (h := http(f"{server.url}/health").json())["refused_version"] and h,
+        what="refusal in /health",
+    )
+    assert health["status"] == "degraded" and health["index_version"] == served
+    assert health["refused_version"]["version"] == refused
+    assert "some-other-model" in health["refused_version"]["error"]
+    answer = http(f"{server.url}/api/search?q=zebra").json()
+    assert answer["index_version"] == served
+    assert f"refused version {refused}" in server.log()
+
+    point_current(data, served)
+    health = wait_for(
+        lambda: (h := http(f"{server.url}/health").json())["status"] == "ok" and h,
+        what="refusal cleared",
+    )
+    assert health["refused_version"] is None
