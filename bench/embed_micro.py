@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from docdex.indexer.embedder import Embedder
 
 BUNDLE = Path(__file__).resolve().parents[2] / "shared/corpora/apm-docs.bundle"

@@ -31,7 +31,9 @@ from .common import (
 SMALL_PUSH_FILES = 5
 
 
-def full_index(corpus: str, at: str, work: Path) -> tuple[list[Figure], dict, Path, Path]:
+def full_index(
+    corpus: str, at: str, work: Path, reference_share: float = 1.0
+) -> tuple[list[Figure], dict, Path, Path]:
     """Index `corpus` at commit `at` from scratch with the real CLI; compare with embedding
     the same windows alone. Returns figures, details, the bare repo and the data dir."""
     bare = fresh_bare(corpus, at, work)
@@ -58,7 +60,7 @@ def full_index(corpus: str, at: str, work: Path) -> tuple[list[Figure], dict, Pa
     say(f"[{corpus}] embedding the same windows alone ...")
     ref = json.loads(
         subprocess.run(
-            [sys.executable, "-m", "bench.reference", str(bare), at],
+            [sys.executable, "-m", "bench.reference", str(bare), at, str(reference_share)],
             check=True,
             capture_output=True,
             text=True,
@@ -122,7 +124,9 @@ def replay(corpus: str, bare: Path, data: Path, commits: list[str]) -> tuple[lis
     return small, records
 
 
-def bench_indexing(full_corpus: str, replays: dict[str, int]) -> list[Figure]:
+def bench_indexing(
+    full_corpus: str, replays: dict[str, int], reference_share: float = 1.0
+) -> list[Figure]:
     """Full index of `full_corpus` (at the commit its replay starts from, if any), then
     replays of the last N commits of each corpus in `replays`."""
     figures: list[Figure] = []
@@ -135,7 +139,9 @@ def bench_indexing(full_corpus: str, replays: dict[str, int]) -> list[Figure]:
             work = Path(tmp) / corpus
             work.mkdir()
             if corpus == full_corpus:
-                full, details["full_index"], bare, data = full_index(corpus, start, work)
+                full, details["full_index"], bare, data = full_index(
+                    corpus, start, work, reference_share
+                )
                 figures += full
             else:
                 bare = fresh_bare(corpus, start, work)
@@ -168,7 +174,9 @@ def bench_indexing(full_corpus: str, replays: dict[str, int]) -> list[Figure]:
             work = Path(tmp) / f"{full_corpus}-full"
             work.mkdir()
             head = first_parent_commits(full_corpus)[-1]
-            full, details["full_index"], _bare, _data = full_index(full_corpus, head, work)
+            full, details["full_index"], _bare, _data = full_index(
+                full_corpus, head, work, reference_share
+            )
             figures = full + figures
     if len(medians) == 2:
         a, b = sorted(medians.values())

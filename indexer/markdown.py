@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from docdex.index_format.model import Chunk, ChunkerSettings, ParsedPage
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
+
+from docdex.index_format.model import Chunk, ChunkerSettings, ParsedPage
 
 from . import cleanup
 from .frontmatter import read_front_matter
@@ -89,7 +90,7 @@ def _headings(page: _Page) -> list[_Marker]:
     ]
 
 
-def _title(front_matter_title: str, headings: list[_Marker], path: str, env: Any) -> str:
+def _title(front_matter_title: str, headings: list[_Marker], path: str, env: dict[str, Any]) -> str:
     if front_matter_title:
         title = cleanup.heading_text(front_matter_title, env)
         if title:
@@ -117,15 +118,18 @@ def _details_spans(page: _Page) -> list[_Details]:
             details = open_details.pop()
             details.close_line = line
             spans.append(details)
-        elif kind == "summary" and open_details and not open_details[-1].summary:
+        elif kind == "summary" and open_details and _wants_summary(open_details[-1]):
             summary_start = end
         elif kind == "/summary" and open_details and summary_start >= 0:
             raw = page.source[summary_start : min(start, summary_start + _SUMMARY_MAX_CHARS)]
             open_details[-1].summary = cleanup.heading_text(raw, page.env)
             summary_start = -1
     spans.extend(open_details)
-    sections = (d for d in spans if d.summary and d.depth < _MAX_DETAILS_DEPTH)
-    return sorted(sections, key=lambda d: d.open_line)
+    return sorted((d for d in spans if d.summary), key=lambda d: d.open_line)
+
+
+def _wants_summary(details: _Details) -> bool:
+    return not details.summary and details.depth < _MAX_DETAILS_DEPTH
 
 
 def _details_tags(page: _Page) -> Iterator[tuple[str, int, int, int]]:
@@ -141,8 +145,10 @@ def _details_tags(page: _Page) -> Iterator[tuple[str, int, int, int]]:
             continue
         if token.type == "paragraph_open":
             block = _CODE_SPAN.sub(lambda m: " " * len(m.group()), block)
+        line, counted_to = first, 0
         for match in _DETAILS_TAG.finditer(block):
-            line = first + block.count("\n", 0, match.start())
+            line += block.count("\n", counted_to, match.start())
+            counted_to = match.start()
             kind = match.group(1) + match.group(2).lower()
             yield kind, line, offset + match.start(), offset + match.end()
 
@@ -206,29 +212,31 @@ def _breadcrumb(title: str, crumbs: list[_Marker]) -> list[str]:
 
 
 def _section_chunks(page: _Page, section: _Section, settings: ChunkerSettings) -> list[Chunk]:
-    """The section cut into pieces within budget; a near-empty piece joins a neighbour.
+    """The section cut into pieces within budget; a piece with almost no text joins the
+    piece before it (or, first in its section, the piece after it).
 
     A short section keeps its chunk when it says anything below its heading (a one-line
     answer is often the best hit); a bare heading needs min_alnum characters of its own.
-    Joining stays within twice the budget, so that no piece is rendered over and over.
     """
     budget = max(settings.budget_chars, 1)
-    chunks: list[Chunk] = []
-    carried_start = -1
+    pieces: list[_Piece] = []
     for start, end in _pieces(page, section, budget):
-        if carried_start >= 0 and page.size(carried_start, start - 1) <= budget:
-            start = carried_start
-        carried_start = -1
-        chunk = _chunk(page, section.headings, start, end)
-        below_heading = section.own_heading if start == section.start else ""
-        if _is_content(chunk.embed_text, below_heading, settings.min_alnum):
-            chunks.append(chunk)
-        elif chunks and page.size(chunks[-1].start_line - 1, end) <= 2 * budget:
-            previous = chunks.pop()
-            chunks.append(_chunk(page, section.headings, previous.start_line - 1, end))
+        embed_text = _embed_text(page, start, end)
+        alnum = _alnum_count(embed_text, stop_at=settings.min_alnum)
+        if start == section.start and section.own_heading:
+            alnum_of_heading = _alnum_count(section.own_heading)
+            if alnum > alnum_of_heading:  # something below the heading
+                alnum = settings.min_alnum
+        piece = _Piece(start, end, [embed_text], alnum)
+        if pieces and min(piece.alnum, pieces[-1].alnum) < settings.min_alnum:
+            pieces[-1].absorb(piece)
         else:
-            carried_start = start
-    return chunks
+            pieces.append(piece)
+    return [
+        _chunk(page, section.headings, piece)
+        for piece in pieces
+        if piece.alnum >= settings.min_alnum
+    ]
 
 
 def _pieces(page: _Page, section: _Section, budget: int) -> Iterator[tuple[int, int]]:
@@ -274,7 +282,7 @@ def _broken_down(page: _Page, unit: _Unit, budget: int) -> Iterator[_Unit]:
     kind = page.tokens[unit.token].type if unit.token != _LINES else ""
     if page.size(unit.start, unit.end) <= budget or kind in _UNSPLITTABLE:
         yield unit
-    elif kind in _CONTAINERS and (children := _children(page, unit.token)):
+    elif kind in _CONTAINERS and (children := page.children(unit.token)):
         for child in children:
             yield from _broken_down(page, child, budget)
     else:
@@ -283,30 +291,14 @@ def _broken_down(page: _Page, unit: _Unit, budget: int) -> Iterator[_Unit]:
                 yield _Unit(line, line, _LINES)
 
 
-def _children(page: _Page, index: int) -> list[_Unit]:
-    parent = page.tokens[index]
-    return [
-        _Unit(token.map[0], token.map[1] - 1, child)
-        for child in range(index + 1, page.closing[index])
-        if (token := page.tokens[child]).level == parent.level + 1
-        and token.nesting != -1
-        and token.map
-    ]
-
-
-def _chunk(page: _Page, headings: list[str], start: int, end: int) -> Chunk:
+def _chunk(page: _Page, headings: list[str], piece: _Piece) -> Chunk:
     return Chunk(
         headings=headings,
-        text="\n".join(page.lines[start : end + 1]),
-        embed_text=_embed_text(page, start, end),
-        start_line=start + 1,
-        end_line=end + 1,
+        text="\n".join(page.lines[piece.start : piece.end + 1]),
+        embed_text="\n".join(part for part in piece.embed_parts if part),
+        start_line=piece.start + 1,
+        end_line=piece.end + 1,
     )
-
-
-def _is_content(embed_text: str, heading: str, min_alnum: int) -> bool:
-    count = _alnum_count(embed_text, stop_at=min_alnum)
-    return count >= min_alnum or (bool(heading) and count > _alnum_count(heading))
 
 
 def _alnum_count(text: str, stop_at: int = -1) -> int:
@@ -340,9 +332,8 @@ def _render(page: _Page, index: int, start: int, end: int, parts: list[str]) -> 
     if first >= start and after_last - 1 <= end:
         parts.append(cleanup.render_tokens(page.tokens[index : page.closing[index] + 1], page.env))
     elif token.type in _CONTAINERS:
-        for child in _children(page, index):
-            if child.start <= end and child.end >= start:
-                _render(page, child.token, start, end, parts)
+        for child in page.children_overlapping(index, start, end):
+            _render(page, child.token, start, end, parts)
     else:
         parts.append(_partial_text(page, index, max(first, start), min(after_last - 1, end)))
         parts.append("\n")
@@ -356,13 +347,13 @@ def _partial_text(page: _Page, index: int, start: int, end: int) -> str:
         first = inline.map[0] if inline.map else start
         lines = inline.content.split("\n")[start - first : end - first + 1]
         return cleanup.inline_text("\n".join(lines), page.env)
-    return cleanup.strip_html("\n".join(page.source_lines[start : end + 1]))
+    return cleanup.html_block_text("\n".join(page.source_lines[start : end + 1]), page.env)
 
 
 def _plain_page(text: str, path: str, settings: ChunkerSettings) -> ParsedPage:
     """Last resort: the page as budget-sized runs of lines under its file name."""
     title = PurePosixPath(path).stem
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = cleanup.normalise_newlines(text).split("\n")
     chunks: list[Chunk] = []
     start, size = 0, 0
     for number, line in enumerate(lines):
@@ -420,9 +411,33 @@ class _Page:
         self.line_offsets = _offsets(source_lines)
         self.size_offsets = _offsets(lines)
 
+        self._children: dict[int, list[_Unit]] = {}
+        self._children_ends: dict[int, list[int]] = {}
+
     def size(self, start: int, end: int) -> int:
         """Characters of lines start..end (0-based, inclusive), newlines included."""
         return self.size_offsets[end + 1] - self.size_offsets[start]
+
+    def children(self, index: int) -> list[_Unit]:
+        """The blocks directly inside the container token at index (cached)."""
+        if index not in self._children:
+            parent = self.tokens[index]
+            self._children[index] = [
+                _Unit(token.map[0], token.map[1] - 1, child)
+                for child in range(index + 1, self.closing[index])
+                if (token := self.tokens[child]).level == parent.level + 1
+                and token.nesting != -1
+                and token.map
+            ]
+            self._children_ends[index] = [unit.end for unit in self._children[index]]
+        return self._children[index]
+
+    def children_overlapping(self, index: int, start: int, end: int) -> Iterator[_Unit]:
+        children = self.children(index)
+        for position in range(bisect.bisect_left(self._children_ends[index], start), len(children)):
+            if children[position].start > end:
+                break
+            yield children[position]
 
 
 @dataclass
@@ -447,6 +462,21 @@ class _Section:
     end: int
     headings: list[str]
     own_heading: str  # text of the heading or summary it starts with ("" if none)
+
+
+@dataclass
+class _Piece:
+    """Lines start..end of a section, on their way to becoming a chunk."""
+
+    start: int
+    end: int
+    embed_parts: list[str]
+    alnum: int  # alphanumeric characters of its embed text, counted up to min_alnum
+
+    def absorb(self, following: _Piece) -> None:
+        self.end = following.end
+        self.embed_parts.extend(following.embed_parts)
+        self.alnum += following.alnum
 
 
 @dataclass(frozen=True)

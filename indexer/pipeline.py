@@ -9,6 +9,7 @@ copy-on-write text index, and publishes a manifest naming all of it.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import resource
 import time
@@ -41,9 +42,10 @@ from docdex.index_format.store import (
     write_manifest,
     write_pages,
 )
+from docdex.logs import log_event
 from docdex.progress import Progress
 
-from . import gitsource
+from . import changes, gitsource
 from .compaction import compact
 from .embedder import Embedder, embed_input
 from .gc import GcReport, collect_garbage
@@ -52,6 +54,8 @@ from .markdown import parse_page
 from .remote import local_repository
 from .segments import new_segment_id, write_segment
 from .textindex import write_text_index
+
+log = logging.getLogger("docdex.pipeline")
 
 
 class IndexingError(Exception):
@@ -112,10 +116,12 @@ class RunState:
 
     data: DataDir
     settings: Settings
-    embedder: Embedder
     previous: Manifest | None
     version: int
     tombstones: dict[str, set[int]]
+    worktree: bool = False  # checkouts: index the working tree instead of the branch head
+    dirty: dict[str, set[str]] | None = None  # per source, paths to look at (None: all)
+    loaded_embedder: Embedder | None = None
     reusable: dict[str, ChunkRef] = field(default_factory=dict)  # content hash -> old chunk
     deleted_pages: list[str] = field(default_factory=list)
     pending_pages: dict[str, list[PendingPage]] = field(default_factory=dict)
@@ -129,6 +135,20 @@ class RunState:
     def threads(self) -> int:
         return self.settings.threads or os.cpu_count() or 1
 
+    @property
+    def embedder(self) -> Embedder:
+        """Loaded on first use: a run that finds nothing changed never loads the model."""
+        if self.loaded_embedder is None:
+            self.loaded_embedder = Embedder.load(
+                threads=self.settings.threads or None,
+                window_tokens=self.settings.window_tokens,
+                window_overlap=self.settings.window_overlap,
+            )
+        return self.loaded_embedder
+
+    def dirty_paths(self, source: str) -> set[str] | None:
+        return None if self.dirty is None else self.dirty.get(source, set())
+
 
 def index_sources(
     data: DataDir,
@@ -137,12 +157,21 @@ def index_sources(
     full: bool = False,
     embedder: Embedder | None = None,
     on_wait=None,
+    worktree: bool = False,
+    dirty: dict[str, set[str]] | None = None,
 ) -> RunReport:
-    """Index the named sources (all when None) and publish a version if anything changed."""
+    """Index the named sources (all when None) and publish a version if anything changed.
+
+    With `worktree`, checkout sources are indexed from their working tree (uncommitted
+    edits included) and `dirty` (source -> repo-relative paths) limits what is looked at;
+    other sources are indexed from their branch head as always.
+    """
     selected = _select(config, names)
     data.ensure()
     with writer_lock(data, on_wait=on_wait):
-        return _run(data, config, selected, full, embedder)
+        report = _run(data, config, selected, full, embedder, worktree, dirty)
+    _log_run(report)
+    return report
 
 
 def _select(config: Config, names: list[str] | None) -> list[SourceConfig]:
@@ -152,30 +181,21 @@ def _select(config: Config, names: list[str] | None) -> list[SourceConfig]:
         raise IndexingError(str(exc)) from None
 
 
-def _run(
-    data: DataDir,
-    config: Config,
-    selected: list[SourceConfig],
-    full: bool,
-    embedder: Embedder | None,
-) -> RunReport:
+def _run(data, config, selected, full, embedder, worktree, dirty) -> RunReport:
     started = time.monotonic()
     settings = config.settings
     collect_garbage(data, settings.keep_versions)  # debris of a crashed run goes first
     previous = load_current(data)
-    embedder = embedder or Embedder.load(
-        threads=settings.threads or None,
-        window_tokens=settings.window_tokens,
-        window_overlap=settings.window_overlap,
-    )
     rebuild = full or previous is None or previous.chunker != settings.chunker()
     run = RunState(
         data=data,
         settings=settings,
-        embedder=embedder,
         previous=previous,
         version=_next_version(data),
         tombstones={s.id: set(s.tombstones) for s in previous.segments} if previous else {},
+        worktree=worktree,
+        dirty=dirty,
+        loaded_embedder=embedder,
         states=dict(previous.sources) if previous else {},
     )
     _drop_removed_sources(run, config)
@@ -256,115 +276,89 @@ def _kind(source: SourceConfig) -> str:
 
 
 def _index_repo(run, source, repo, previous, rebuild, report) -> None:
-    branch, head = gitsource.resolve_branch(repo, source.branch or None)
     old_pages = {p.path: p for p in load_pages(run.data, previous.pages_file)} if previous else {}
     config_hash = _config_hash(source, run.settings)
     report.previous_commit = previous.commit if previous else ""
-    if head is None:
-        if not old_pages:
-            raise gitsource.GitSourceError(
-                f"branch {branch!r} does not exist in {source.location}"
-                + (" (the repository is empty)" if not _has_refs(repo) else "")
-            )
-        _remove_all(run, source, branch, old_pages, report, config_hash)
-        return
-    report.commit = head
     same_config = previous is not None and previous.config_hash == config_hash
-    old_commit = previous.commit if previous and same_config and not rebuild else None
-    if old_commit == head:
+    base = previous if same_config and not rebuild else None
+    max_bytes = run.settings.max_file_bytes
+    if run.worktree and gitsource.source_kind(source.location) == "checkout":
+        skip = [run.data.root]
+        dirty = run.dirty_paths(source.name)
+        found = changes.worktree_changes(repo, source, max_bytes, base, old_pages, dirty, skip)
+    else:
+        branch, head = gitsource.resolve_branch(repo, source.branch or None)
+        if head is None:
+            _branch_missing(run, source, repo, branch, old_pages, report, config_hash)
+            return
+        found = changes.commit_changes(repo, source, max_bytes, branch, head, base, old_pages)
+    if found is None:
+        report.commit = previous.commit if previous else ""
         if previous and previous.last_error:
             run.states[source.name] = msgspec.structs.replace(previous, last_error="")
         return
-    if old_commit:
-        changes = gitsource.diff_commits(
-            repo,
-            old_commit,
-            head,
-            source.include,
-            source.exclude,
-            indexed={p.path: p.blob for p in old_pages.values()},
-        )
-    else:
-        changes = _full_changes(repo, head, source, old_pages)
-    problems = _apply_changes(run, source, repo, head, old_commit, changes, old_pages, report)
-    kept = [p for path, p in old_pages.items() if path not in report_paths(changes)]
-    run.kept_pages[source.name] = kept
+    _apply(run, source, found, old_pages, report)
     run.states[source.name] = SourceState(
         name=source.name,
         location=source.location,
         kind=gitsource.source_kind(source.location),
-        branch=branch,
+        branch=found.branch,
         config_hash=config_hash,
-        commit=head,
+        commit=found.commit,
         indexed_at=_now(),
         pages_file="",  # set at publish time
         files=0,
         chunks=0,
-        problems=_carry_problems(previous, changes, problems),
+        problems=_carry_problems(base, found.changes, report.problems),
     )
+
+
+def _branch_missing(run, source, repo, branch, old_pages, report, config_hash) -> None:
+    if not old_pages:
+        raise gitsource.GitSourceError(
+            f"branch {branch!r} does not exist in {source.location}"
+            + (" (the repository is empty)" if not _has_refs(repo) else "")
+        )
+    _remove_all(run, source, branch, old_pages, report, config_hash)
+
+
+def _apply(run: RunState, source: SourceConfig, found: changes.Found, old_pages, report) -> None:
+    """Tombstone the old pages the changes touch, parse the new files, keep the rest."""
+    for change in found.changes:
+        counter = _COUNTER[change.kind]
+        setattr(report, counter, getattr(report, counter) + 1)
+        old_path = None if change.kind == "add" else (change.old_path or change.path)
+        if old_path and old_path in old_pages:
+            _remove_page(run, old_pages[old_path])
+    problems: list[FileProblem] = []
+    pages: list[PendingPage] = []
+    for change in found.changes:
+        if change.kind == "delete":
+            continue
+        entry = gitsource.FileEntry(path=change.path, blob=change.blob, mode=change.mode)
+        content = found.read(entry)
+        if isinstance(content, FileProblem):
+            problems.append(content)
+            continue
+        pages.append(_parse(run, source.name, entry, content, found.dates.get(change.path)))
+    touched = changes.touched_paths(found.changes)
+    run.pending_pages[source.name] = pages
+    run.kept_pages[source.name] = [
+        _redate(page, found.redated.get(path))
+        for path, page in old_pages.items()
+        if path not in touched
+    ]
+    report.commit = found.commit
     report.status = "indexed"
     report.problems = problems
 
 
-def report_paths(changes: list[gitsource.Change]) -> set[str]:
-    """Every old or new path a change touches."""
-    touched = {c.path for c in changes}
-    touched.update(c.old_path for c in changes if c.old_path)
-    return touched
-
-
-def _full_changes(repo, head: str, source: SourceConfig, old_pages) -> list[gitsource.Change]:
-    """A rebuild: every old page goes, every file at the head comes (vectors still reused)."""
-    files = gitsource.list_files(repo, head, source.include, source.exclude)
-    changes = [
-        gitsource.Change(
-            kind="delete", path=p.path, old_path=None, blob=None, old_blob=p.blob, mode=None
-        )
-        for p in old_pages.values()
-        if p.path not in files
-    ]
-    for entry in files.values():
-        kind = "modify" if entry.path in old_pages else "add"
-        old_blob = old_pages[entry.path].blob if kind == "modify" else None
-        changes.append(
-            gitsource.Change(
-                kind=kind,
-                path=entry.path,
-                old_path=None,
-                blob=entry.blob,
-                old_blob=old_blob,
-                mode=entry.mode,
-            )
-        )
-    return changes
-
-
-def _apply_changes(run, source, repo, head, old_commit, changes, old_pages, report):
-    renames = {c.path: c.old_path for c in changes if c.kind == "rename" and c.old_path}
-    for change in changes:
-        setattr(report, _COUNTER[change.kind], getattr(report, _COUNTER[change.kind]) + 1)
-        old_path = None if change.kind == "add" else (change.old_path or change.path)
-        if old_path and old_path in old_pages:
-            _remove_page(run, old_pages[old_path])
-    new_entries = [c for c in changes if c.kind != "delete"]
-    known = {
-        p.path: gitsource.PageDates(created=p.created, modified=p.modified, commit=p.commit)
-        for p in old_pages.values()
-    }
-    dates = gitsource.page_dates(
-        repo, head, old_commit, {c.path for c in new_entries}, known, renames
+def _redate(page: PageRecord, dates: gitsource.PageDates | None) -> PageRecord:
+    if dates is None:
+        return page
+    return msgspec.structs.replace(
+        page, created=dates.created, modified=dates.modified, commit=dates.commit
     )
-    problems: list[FileProblem] = []
-    pages: list[PendingPage] = []
-    for change in new_entries:
-        entry = gitsource.FileEntry(path=change.path, blob=change.blob, mode=change.mode)
-        content = gitsource.read_markdown(repo, head, entry, run.settings.max_file_bytes)
-        if isinstance(content, FileProblem):
-            problems.append(content)
-            continue
-        pages.append(_parse(run, source.name, entry, content, dates.get(change.path)))
-    run.pending_pages[source.name] = pages
-    return problems
 
 
 _COUNTER = {"add": "added", "modify": "modified", "delete": "deleted", "rename": "renamed"}
@@ -439,8 +433,8 @@ def _remove_all(run, source, branch, old_pages, report, config_hash) -> None:
     )
 
 
-def _carry_problems(previous, changes, problems) -> list[FileProblem]:
-    touched = report_paths(changes)
+def _carry_problems(previous, found_changes, problems) -> list[FileProblem]:
+    touched = changes.touched_paths(found_changes)
     old = [p for p in (previous.problems if previous else []) if p.path not in touched]
     return sorted(old + problems, key=lambda p: p.path)
 
@@ -501,15 +495,23 @@ def _embed_and_write_segment(run: RunState) -> tuple[SegmentRef | None, int]:
     return ref, sum(len(v) for v in fresh)
 
 
+EMBED_GROUP_TEXTS = 512  # texts tokenised at once: bounds the memory of token windows
+
+
 def _embed(run: RunState, texts: list[str]) -> list[np.ndarray]:
-    if not texts:
-        return []
-    windows, owners = run.embedder.token_windows(texts)
-    progress = Progress("embedding windows", len(windows))
-    vectors = run.embedder.embed_windows(windows, progress=progress.advance)
+    """float16 window vectors per text. Texts go in groups, so a huge first run holds the
+    token windows of one group at a time; each group is batched by length inside."""
+    out: list[np.ndarray] = []
+    progress = Progress("embedding chunks", len(texts))
+    for start in range(0, len(texts), EMBED_GROUP_TEXTS):
+        group = texts[start : start + EMBED_GROUP_TEXTS]
+        windows, owners = run.embedder.token_windows(group)
+        vectors = run.embedder.embed_windows(windows).astype(np.float16)
+        bounds = np.searchsorted(owners, np.arange(len(group) + 1))
+        out.extend(vectors[bounds[i] : bounds[i + 1]] for i in range(len(group)))
+        progress.advance(len(group))
     progress.close()
-    bounds = np.searchsorted(owners, np.arange(len(texts) + 1))
-    return [vectors[bounds[i] : bounds[i + 1]].astype(np.float16) for i in range(len(texts))]
+    return out
 
 
 def _count_reuse(run: RunState, embedded: dict[str, str]) -> None:
@@ -638,6 +640,34 @@ def _final_states(run: RunState, pages_by_source) -> dict[str, SourceState]:
             chunks=sum(len(p.chunks) for p in pages),
         )
     return states
+
+
+def _log_run(report: RunReport) -> None:
+    """One "indexed" event per source; sources with nothing new log at debug level."""
+    for source in report.sources:
+        level = _LOG_LEVELS.get(source.status, logging.INFO)
+        log_event(
+            log,
+            "indexed",
+            level,
+            source=source.name,
+            status=source.status,
+            version=report.version,
+            published=report.published,
+            commit=source.commit,
+            added=source.added,
+            modified=source.modified,
+            deleted=source.deleted,
+            renamed=source.renamed,
+            chunks_embedded=source.chunks_embedded,
+            chunks_reused=source.chunks_reused,
+            problems=len(source.problems),
+            took_s=report.took_s,
+            **({"error": source.error} if source.error else {}),
+        )
+
+
+_LOG_LEVELS = {"unchanged": logging.DEBUG, "failed": logging.WARNING}
 
 
 def _report(run, started, published, embed_s, windows, manifest: Manifest | None = None):

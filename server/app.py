@@ -42,6 +42,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Mount, Route
 
 from docdex.config import SOURCE_NAME, ConfigError, load_config
+from docdex.logs import configure_logging, is_configured
 
 from . import metrics
 from .auth import BearerAuth, BindRefused, HostCheck, allowed_hosts, check_bind
@@ -735,7 +736,8 @@ class Boot:
         self.t0 = _process_start() or time.monotonic()
 
     def mark(self, what: str) -> None:
-        log.info("[boot +%d ms] %s", (time.monotonic() - self.t0) * 1000, what)
+        ms = round((time.monotonic() - self.t0) * 1000)
+        log.info("[boot +%d ms] %s", ms, what, extra={"event": "boot", "fields": {"ms": ms}})
 
 
 def _process_start() -> float | None:
@@ -752,15 +754,9 @@ def _process_start() -> float | None:
 
 
 def setup_logging() -> None:
-    root = logging.getLogger()
-    if not any(getattr(h, "_docdex", False) for h in root.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        handler._docdex = True  # type: ignore[attr-defined]
-        root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    for noisy in ("mcp", "httpx2", "uvicorn.access"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    """docdex.logs' configuration (text or JSON lines); the CLI has usually set it up."""
+    if not is_configured():
+        configure_logging()
 
 
 def load_embedder(data: DataDir):

@@ -76,15 +76,13 @@ def embed_with_tokens(
 ) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
     """One forward pass for both products: window vectors exactly as `embed_texts` makes
     them (vectors, owner), and per text its (token vectors float32 (n, dim), ids uint16)."""
-    from docdex.indexer.embedder import _batches  # same batching as the embedder
-
     windows, owner = embedder.token_windows(texts)
     dim = embedder.info.dim
     vectors = np.empty((len(windows), dim), dtype=np.float32)
     rows: list[np.ndarray | None] = [None] * len(windows)
     if windows:
         lengths = np.fromiter((len(w) for w in windows), dtype=np.int64, count=len(windows))
-        for group in _batches(lengths, embedder.token_budget, embedder.max_batch):
+        for group in _length_batches(lengths, embedder.token_budget, embedder.max_batch):
             hidden, mask = embedder._hidden([windows[k] for k in group])
             m = mask[:, :, None].astype(np.float32)
             pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1.0)
@@ -96,6 +94,18 @@ def embed_with_tokens(
     skip = skip_ids(embedder._tokenizer)
     per_text = _tokens_per_text(windows, owner, rows, len(texts), embedder.info.window_overlap)
     return vectors, owner, [_drop_skipped(v, i, skip) for v, i in per_text]
+
+
+def _length_batches(lengths: np.ndarray, budget: int, max_batch: int) -> list[np.ndarray]:
+    """Window indexes sorted by length, grouped so batch size * longest <= budget."""
+    order = np.argsort(lengths, kind="stable")
+    groups, start = [], 0
+    for end in range(1, len(order) + 1):
+        size = end - start
+        if end == len(order) or size >= max_batch or (size + 1) * lengths[order[end]] > budget:
+            groups.append(order[start:end])
+            start = end
+    return groups
 
 
 def _tokens_per_text(windows, owner, rows, n_texts: int, overlap: int):

@@ -5,13 +5,12 @@
   against each candidate's token vectors, precomputed at index time (late_interaction.py);
   added to the fused score with weight `MAXSIM_WEIGHT`.
 - `cross-encoder`: any local ONNX cross-encoder directory (model.onnx + tokenizer.json;
-  inputs input_ids, attention_mask[, token_type_ids]; output logits): its score replaces
-  the fused score of the head.
+  inputs input_ids, attention_mask[, token_type_ids]; output logits): its logit replaces
+  the fused score of the head (the head is still returned before the tail).
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -253,10 +252,6 @@ class CrossEncoderReranker:
         for c in candidates:
             chunk = snapshot.segments[c.segment].chunks[c.index]
             passages.append(" › ".join(chunk.headings) + "\n" + chunk.text)
+        # The model's logit is the head's score (a sigmoid would tie confident pairs).
         for c, s in zip(candidates, self.scores(query, passages), strict=True):
-            # Above every fused score (< ~3), so the head stays ahead of the tail.
-            c.score = 10.0 + _sigmoid(float(s))
-
-
-def _sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, x))))
+            c.score = float(s)

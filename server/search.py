@@ -26,7 +26,7 @@ from docdex.index_format.text import IDENT_FIELD, identifier_terms, text_schema
 
 from .late_interaction import encode_query
 from .rerank import Reranker, resolve_reranker
-from .snapshot import LoadedSegment, Snapshot
+from .snapshot import HNSW_EF_MIN, LoadedSegment, Snapshot
 
 MAX_QUERY_CHARS = 2000
 MAX_RESULTS = 100
@@ -113,6 +113,7 @@ class QueryProfile:
     text: str
     terms: list[str]  # analysed (en_stem) terms, each once
     ident: list[str]  # identifier_terms(text)
+    identifier: bool  # some token looks like code, a path, a flag, a number with letters
     lexical: bool  # identifier-like or short: lean on BM25
 
 
@@ -200,6 +201,7 @@ def profile_query(text: str) -> QueryProfile:
         text=text,
         terms=terms,
         ident=ident,
+        identifier=identifier_like,
         lexical=identifier_like or len(tokens) <= SHORT_QUERY_TERMS,
     )
 
@@ -310,7 +312,8 @@ def chunk_filter(snapshot: Snapshot, s: int, source: str, path_prefix: str) -> n
 def _segment_knn(
     seg: LoadedSegment, qvec: np.ndarray, allowed_chunks: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, cosines) of the nearest allowed live windows of one segment."""
+    """(rows, cosines) of the nearest allowed live windows of one segment: exact for small
+    segments, HNSW (dead rows marked deleted, filters as hnswlib's `filter`) otherwise."""
     allowed = seg.live_rows
     if allowed_chunks is not None:
         allowed = allowed & allowed_chunks[seg.segment.owners]
@@ -318,12 +321,13 @@ def _segment_knn(
     if count == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
     k = min(count, RETRIEVE_K * 2)
-    if count <= EXACT_DENSE_MAX_ROWS or seg.hnsw is None:
-        rows = np.flatnonzero(allowed)
-        sims = np.asarray(seg.segment.vectors[rows], dtype=np.float32) @ qvec
-        top = np.argsort(-sims)[:k]
-        return rows[top], sims[top]
-    seg.hnsw.set_ef(max(k + 100, 200))
+    if len(allowed) <= EXACT_DENSE_MAX_ROWS or seg.hnsw is None:
+        sims = seg.vectors32 @ qvec
+        sims[~allowed] = -2.0
+        top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
+        top = top[np.argsort(-sims[top])]
+        return top, sims[top]
+    seg.hnsw.set_ef(max(k + 100, HNSW_EF_MIN))
     keep = None if allowed_chunks is None else allowed.__getitem__
     labels, distances = seg.hnsw.knn_query(qvec[None, :], k=k, filter=keep)
     return labels[0].astype(np.int64), (1.0 - distances[0]).astype(np.float32)
@@ -346,7 +350,7 @@ def fuse(
         rrf(candidates)
         return
     weighted(candidates, options.lexical_query if profile.lexical else options.prose)
-    if options.heading and profile.terms:
+    if options.heading and profile.terms and not profile.identifier:
         for c in candidates:
             c.score += options.heading * heading_overlap(snapshot, c, profile)
 

@@ -8,8 +8,12 @@ graphs are read into memory.
 
 from __future__ import annotations
 
+import ctypes
+import glob
+import os
 import threading
 from dataclasses import dataclass, field
+from functools import cache, cached_property
 from pathlib import Path
 
 import hnswlib
@@ -49,6 +53,12 @@ class LoadedSegment:
     def id(self) -> str:
         return self.segment.id
 
+    @cached_property
+    def vectors32(self) -> np.ndarray:
+        """float32 copy of the window vectors, for exact search over small segments
+        (numpy converts float16 slowly: 7 ms for 3k x 384 here, the product takes 0.2 ms)."""
+        return np.asarray(self.segment.vectors, dtype=np.float32)
+
     @property
     def chunks(self) -> list[ChunkRecord]:
         return self.segment.chunks
@@ -80,6 +90,7 @@ class Snapshot:
         """Open `version` (None: the one CURRENT names). With an embedder, refuse a version
         whose vectors another model made."""
         data.check()
+        limit_blas_threads()
         if version is None:
             version = current_version(data)
             if version is None:
@@ -119,6 +130,28 @@ class Snapshot:
             self.segments = []
             self.chunk_index = {}
             del self.searcher, self.text_index
+
+
+@cache
+def limit_blas_threads() -> bool:
+    """One OpenBLAS thread for this process. Multi-threaded OpenBLAS beside onnxruntime (and
+    other processes) turns a 0.2 ms matrix-vector product into 8-16 ms on 2 cores
+    (DESIGN.md fact 6). numpy's OpenBLAS reads OPENBLAS_NUM_THREADS only at import, so the
+    library's setter is called directly. Returns whether it was found."""
+    libdir = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    names = ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_",
+             "openblas_set_num_threads")
+    for path in glob.glob(os.path.join(libdir, "*openblas*.so*")):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in names:
+            setter = getattr(lib, name, None)
+            if setter is not None:
+                setter(1)
+                return True
+    return False
 
 
 def _check_compatible(manifest: Manifest, embedder) -> None:

@@ -150,3 +150,22 @@ def test_kill_9_mid_index_keeps_the_previous_version(tmp_path):
     manifest = load_current(DataDir(data))
     assert manifest.version > before.version and manifest.sources["docs"].files == 61
     assert current_version(DataDir(data)) == manifest.version
+
+
+def test_corrupt_index_gets_a_clear_error(tmp_path, capsys):
+    ws = Workspace(tmp_path / "repo")
+    ws.write("a.md", "# A page\n\nSome text long enough to become one chunk of its own.\n")
+    ws.commit_and_push()
+    data = tmp_path / "data"
+    assert main(["--data", str(data), "source", "add", "docs", str(ws.bare)]) == 0
+    assert main(["--data", str(data), "index"]) == 0
+    manifest = DataDir(data).manifest(1)
+    manifest.write_bytes(b'{"format_major": 1, "version": "garbage"')
+    capsys.readouterr()
+    assert main(["--data", str(data), "inspect"]) == 1
+    err = capsys.readouterr().err
+    assert "is not a docdex manifest" in err and str(manifest) in err
+    manifest.write_bytes(manifest.read_bytes().replace(b"garbage", b"1").rstrip(b'"') + b"}")
+    (DataDir(data).current).write_text("not-a-number\n")
+    assert main(["--data", str(data), "index"]) == 1
+    assert "does not name a version" in capsys.readouterr().err

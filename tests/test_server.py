@@ -99,7 +99,9 @@ def http(url: str, headers: dict[str, str] | None = None, method: str = "GET", d
 class Server:
     """`docdex --data DATA serve` in a subprocess, its output in a log file."""
 
-    def __init__(self, data: Path, log: Path, token: str | None = None, host="127.0.0.1"):
+    def __init__(
+        self, data: Path, log: Path, token: str | None = None, host="127.0.0.1", worker=False
+    ):
         self.data, self.log_path, self.host = data, log, host
         self.port = free_port()
         env = {k: v for k, v in os.environ.items() if k != "DOCDEX_TOKEN"}
@@ -120,6 +122,7 @@ class Server:
                 host,
                 "--port",
                 str(self.port),
+                *([] if worker else ["--no-worker"]),
             ],
             stdout=self.log_file,
             stderr=subprocess.STDOUT,

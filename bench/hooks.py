@@ -1,0 +1,226 @@
+"""The post-receive hook's cost to a push, and how long a push takes to become searchable.
+
+Both run on the markdown that ships with docdex (README, docs/, FORMAT.md), so they need no
+shared corpus: the push overhead does not depend on the repository's size, only on what
+the hook does, and push-to-searchable is dominated by one indexing cycle's fixed costs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+from docdex.demo import shipped_docs
+from docdex.hooks.install import install_hook
+from docdex.index_format.layout import DataDir
+from docdex.indexer.queue import pending_requests
+from docdex.indexer.worker import worker_pid
+from docdex.server import metrics
+
+from .common import Figure, median, percentile, say, write_results
+
+OVERHEAD_PUSHES = 20
+SEARCHABLE_PUSHES = 10
+TARGET_OVERHEAD_MS = 100
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@docdex.invalid",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@docdex.invalid",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def bench_push_overhead() -> list[Figure]:
+    with tempfile.TemporaryDirectory(
+        prefix="docdex-bench-hooks-", ignore_cleanup_errors=True
+    ) as tmp:
+        root = Path(tmp)
+        data = DataDir(root / "data")
+        try:
+            overhead, overhead_details = _push_overhead(root, data)
+            searchable, searchable_details = _push_to_searchable(root, data)
+        finally:
+            _stop_worker(data)
+    figures = overhead + searchable
+    write_results("hooks", figures, {**overhead_details, **searchable_details})
+    return figures
+
+
+# --- push with vs without the hook ---------------------------------------------------------
+
+
+def _push_overhead(root: Path, data: DataDir) -> tuple[list[Figure], dict]:
+    plain = _repo(root / "plain")
+    hooked = _repo(root / "hooked")
+    install_hook(data, hooked.parent / "origin.git", "docs")
+    say("[hooks] first push and full index of the hooked repository ...")
+    _push(hooked)
+    _wait_idle(data)
+    timings: dict[str, list[float]] = {"plain": [], "hooked": []}
+    say(f"[hooks] {OVERHEAD_PUSHES} pushes each, with and without the hook, interleaved ...")
+    for n in range(OVERHEAD_PUSHES):
+        order = [("plain", plain), ("hooked", hooked)]
+        for name, work in order if n % 2 == 0 else reversed(order):
+            _commit(work, "README.md", f"\nPush {n}.\n")
+            timings[name].append(_push(work))
+    _wait_idle(data)
+    diff_ms = (median(timings["hooked"]) - median(timings["plain"])) * 1000
+    name = "post-receive hook"
+    figures = [
+        Figure(name, "push without hook (median)", _ms(median(timings["plain"])), "ms"),
+        Figure(name, "push with hook (median)", _ms(median(timings["hooked"])), "ms"),
+        Figure(
+            name,
+            f"push overhead (median, n={OVERHEAD_PUSHES})",
+            round(diff_ms, 1),
+            "ms",
+            f"<= {TARGET_OVERHEAD_MS}",
+            diff_ms <= TARGET_OVERHEAD_MS,
+        ),
+        Figure(name, "push without hook (p95)", _ms(percentile(timings["plain"], 0.95)), "ms"),
+        Figure(name, "push with hook (p95)", _ms(percentile(timings["hooked"], 0.95)), "ms"),
+    ]
+    return figures, {"push_seconds": timings, "files": len(shipped_docs())}
+
+
+# --- push to searchable --------------------------------------------------------------------
+
+
+def _push_to_searchable(root: Path, data: DataDir) -> tuple[list[Figure], dict]:
+    work = root / "hooked" / "work"
+    port = _free_port()
+    log = root / "serve.log"
+    say(f"[hooks] push-to-searchable over {SEARCHABLE_PUSHES} pushes through `docdex serve` ...")
+    with open(log, "wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "docdex.cli", "--data", str(data.root), "serve"]
+            + ["--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    base = f"http://127.0.0.1:{port}"
+    seconds, cycles = [], []
+    try:
+        _wait(lambda: _get(f"{base}/health") is not None, 180, "the server")
+        for n in range(SEARCHABLE_PUSHES):
+            token = f"zqbench{n}x{os.getpid()}"
+            _commit(work, f"bench/page{n}.md", f"# Bench page {n}\n\nThe token {token} here.\n")
+            started = time.perf_counter()
+            _push(work)
+            _wait(lambda t=token: _found(base, t), 300, f"token {token}")
+            seconds.append(time.perf_counter() - started)
+            _wait_idle(data)
+            ingestion = metrics.read_last_ingestion(data)
+            cycles.append(ingestion.duration_s if ingestion else float("nan"))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    name = "push to searchable"
+    figures = [
+        Figure(name, f"median (n={SEARCHABLE_PUSHES})", round(median(seconds), 2), "s"),
+        Figure(name, "p95", round(percentile(seconds, 0.95), 2), "s"),
+        Figure(name, "indexing cycle (median)", round(median(cycles), 2), "s"),
+    ]
+    return figures, {"searchable_seconds": seconds, "cycle_seconds": cycles}
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _repo(where: Path) -> Path:
+    """A bare repository (where/origin.git) and its clone (where/work) holding the docs."""
+    where.mkdir(parents=True)
+    bare, work = where / "origin.git", where / "work"
+    _git(where, "init", "-q", "--bare", "--initial-branch=main", str(bare))
+    _git(where, "init", "-q", "--initial-branch=main", str(work))
+    for name, content in shipped_docs().items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_bytes(content)
+    _git(work, "add", "-A")
+    _git(work, "commit", "-q", "-m", "docs")
+    _git(work, "remote", "add", "origin", str(bare))
+    return work
+
+
+def _commit(work: Path, path: str, text: str) -> None:
+    target = work / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "a", encoding="utf-8") as f:
+        f.write(text)
+    _git(work, "add", "-A")
+    _git(work, "commit", "-q", "-m", "change")
+
+
+def _push(work: Path) -> float:
+    started = time.perf_counter()
+    _git(work, "push", "-q", "origin", "main")
+    return time.perf_counter() - started
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", *args], cwd=cwd, env={**os.environ, **GIT_ENV}, check=True, capture_output=True
+    )
+
+
+def _wait_idle(data: DataDir, timeout: float = 600) -> None:
+    _wait(lambda: not pending_requests(data), timeout, "an empty queue")
+
+
+def _wait(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def _get(url: str) -> dict | None:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            return json.loads(reply.read())
+    except urllib.error.HTTPError as err:
+        return json.loads(err.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _found(base: str, token: str) -> bool:
+    answer = _get(f"{base}/api/search?" + urllib.parse.urlencode({"q": token, "n": 3})) or {}
+    return any(token in hit["text"] for hit in answer.get("results", []))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stop_worker(data: DataDir) -> None:
+    pid = worker_pid(data) if data.state.is_dir() else None
+    if pid is not None:
+        os.kill(pid, signal.SIGTERM)
+        _wait(lambda: not Path(f"/proc/{pid}").exists(), 30, f"worker {pid} to stop")
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 1)
+
+
+if __name__ == "__main__":
+    from .__main__ import print_table
+
+    print_table(bench_push_overhead())

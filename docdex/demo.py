@@ -1,0 +1,270 @@
+"""`just demo`: docdex end to end on the docs that ship with it, with nothing faked.
+
+A temporary bare repository gets the repository's own markdown (README, docs/, FORMAT.md)
+through a real `git push`; the installed post-receive hook queues it; `docdex serve` and its
+worker index it; one real MCP `search_docs` call shows the hits. Then it serves until Ctrl-C
+(or exits at once with `--exit` / DOCDEX_DEMO_EXIT=1) and removes everything it made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from importlib import resources
+from pathlib import Path
+
+from docdex.hooks.install import install_hook
+from docdex.index_format.layout import DataDir
+from docdex.indexer.worker import worker_pid
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = "docdex-docs"
+QUERY = "how does a git push get indexed?"
+READY_TIMEOUT_S = 180
+INDEX_TIMEOUT_S = 600
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "docdex demo",
+    "GIT_AUTHOR_EMAIL": "demo@docdex.invalid",
+    "GIT_COMMITTER_NAME": "docdex demo",
+    "GIT_COMMITTER_EMAIL": "demo@docdex.invalid",
+    "GIT_CONFIG_GLOBAL": os.devnull,  # the user's own git settings (signing, hooksPath) stay out
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+class DemoError(Exception):
+    pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m docdex.demo", description=__doc__)
+    parser.add_argument("--exit", action="store_true", help="exit after the search")
+    args = parser.parse_args(argv)
+    exit_after = args.exit or os.environ.get("DOCDEX_DEMO_EXIT", "") not in ("", "0")
+    os.environ.update(GIT_ENV)
+    os.environ.pop("DOCDEX_TOKEN", None)  # a loopback demo: no token
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started ignoring it
+    tmp = Path(tempfile.mkdtemp(prefix="docdex-demo-"))
+    data = DataDir(tmp / "data")
+    started: list[subprocess.Popen] = []
+    try:
+        url = _run(tmp, data, started)
+        if not exit_after:
+            say(f"serving at {url} until Ctrl-C (server log: {tmp / 'serve.log'})")
+            started[0].wait()
+        return 0
+    except DemoError as exc:
+        print(f"docdex demo: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        say("stopping…")
+        return 0
+    finally:
+        _stop(started[0] if started else None, data)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run(tmp: Path, data: DataDir, started: list[subprocess.Popen]) -> str:
+    work, bare = tmp / "work", tmp / "docs.git"
+    count = _make_repo(work, bare)
+    say(f"made a bare repository with {count} markdown files that ship with docdex")
+    install_hook(data, bare, SOURCE)
+    say(f"installed the post-receive hook in {bare} (source {SOURCE})")
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    say(f"starting `docdex serve` on {base} with its indexing worker…")
+    server = _start_server(data, port, tmp / "serve.log")
+    started.append(server)
+    _wait_ready(server, base, tmp / "serve.log")
+    say("pushing…")
+    for line in _push(work):
+        say(f"  {line}")
+    _wait_searchable(server, base, tmp / "serve.log")
+    _search(f"{base}/mcp")
+    _print_connection(f"{base}/mcp")
+    return f"{base}/mcp"
+
+
+# --- the repository ------------------------------------------------------------------------
+
+
+def shipped_docs() -> dict[str, bytes]:
+    """Markdown that ships with docdex: the checkout's own docs, else the packaged spec."""
+    files = {}
+    for pattern in ("README.md", "docs/**/*.md", "index-format/FORMAT.md"):
+        for path in sorted(ROOT.glob(pattern)):
+            files[path.relative_to(ROOT).as_posix()] = path.read_bytes()
+    if not files:
+        spec = resources.files("docdex.index_format").joinpath("FORMAT.md")
+        files["index-format/FORMAT.md"] = spec.read_bytes()
+    return files
+
+
+def _make_repo(work: Path, bare: Path) -> int:
+    files = shipped_docs()
+    _git(work.parent, "init", "-q", "--bare", "--initial-branch=main", str(bare))
+    _git(work.parent, "init", "-q", "--initial-branch=main", str(work))
+    for name, content in files.items():
+        target = work / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+    _git(work, "add", "-A")
+    _git(work, "commit", "-q", "-m", "docs that ship with docdex")
+    _git(work, "remote", "add", "origin", str(bare))
+    return len(files)
+
+
+def _push(work: Path) -> list[str]:
+    result = _git(work, "push", "origin", "main")
+    return [ln.strip() for ln in result.stderr.splitlines() if ln.startswith("remote: docdex")]
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise DemoError(f"git {' '.join(args[:2])} failed: {result.stderr.strip()}")
+    return result
+
+
+# --- the server ----------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_server(data: DataDir, port: int, log: Path) -> subprocess.Popen:
+    command = [sys.executable, "-m", "docdex.cli", "--data", str(data.root), "serve"]
+    with open(log, "wb") as out:
+        return subprocess.Popen(
+            [*command, "--host", "127.0.0.1", "--port", str(port)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: we stop it and its worker as one
+        )
+
+
+def _health(base: str) -> dict | None:
+    try:
+        with urllib.request.urlopen(f"{base}/health", timeout=10) as reply:
+            return json.loads(reply.read())
+    except urllib.error.HTTPError as err:  # 503 until a version is served: still an answer
+        return json.loads(err.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _wait_ready(server: subprocess.Popen, base: str, log: Path) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while _health(base) is None:
+        _check_alive(server, log)
+        if time.monotonic() > deadline:
+            raise DemoError(f"the server did not answer within {READY_TIMEOUT_S} s{_tail(log)}")
+        time.sleep(0.2)
+
+
+def _wait_searchable(server: subprocess.Popen, base: str, log: Path) -> None:
+    started = time.monotonic()
+    shown = None
+    while True:
+        _check_alive(server, log)
+        health = _health(base) or {}
+        failure = health.get("last_ingestion_failure")
+        if failure:
+            raise DemoError(f"indexing failed: {failure.get('error')}{_tail(log)}")
+        chunks = health.get("total_chunks") or 0
+        if health.get("index_version") and chunks:
+            took = time.monotonic() - started
+            say(f"indexed: version {health['index_version']}, {chunks} chunks, {took:.1f} s")
+            return
+        line = "indexing… (the worker embeds every section of the pushed files)"
+        if line != shown:
+            say(line)
+            shown = line
+        if time.monotonic() - started > INDEX_TIMEOUT_S:
+            raise DemoError(f"nothing searchable after {INDEX_TIMEOUT_S} s{_tail(log)}")
+        time.sleep(0.3)
+
+
+def _check_alive(server: subprocess.Popen, log: Path) -> None:
+    if server.poll() is not None:
+        raise DemoError(f"the server exited with status {server.returncode}{_tail(log)}")
+
+
+def _tail(log: Path, lines: int = 15) -> str:
+    with contextlib.suppress(OSError):
+        return "; server log:\n" + "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    return ""
+
+
+def _stop(server: subprocess.Popen | None, data: DataDir) -> None:
+    if server is not None and server.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+    pid = worker_pid(data) if data.state.is_dir() else None
+    if pid is not None and pid != os.getpid():  # a worker the hook started before serve's
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+
+
+# --- the search ----------------------------------------------------------------------------
+
+
+def _search(mcp_url: str) -> None:
+    from mcp import Client
+
+    async def call():
+        async with Client(mcp_url) as client:
+            return await client.call_tool("search_docs", {"query": QUERY, "num_results": 5})
+
+    result = asyncio.run(call())
+    if result.is_error:
+        raise DemoError(f"search_docs failed: {result.content[0].text}")
+    hits = result.structured_content["results"]
+    say(f'search_docs "{QUERY}" over MCP: {len(hits)} hits')
+    for hit in hits:
+        lines = [ln.strip() for ln in hit["text"].splitlines() if ln.strip()]
+        first = next((ln for ln in lines if not ln.startswith("#")), lines[0] if lines else "")
+        print(f"  {hit['path']}:{hit['start_line']}-{hit['end_line']}  {hit['heading']}")
+        print(f"      {first[:100]}")
+
+
+def _print_connection(mcp_url: str) -> None:
+    snippet = {"mcpServers": {"docdex": {"type": "http", "url": mcp_url}}}
+    print(f"\nMCP endpoint (streamable HTTP): {mcp_url}")
+    print("Add it to an agent with this .mcp.json:")
+    print(json.dumps(snippet, indent=2), flush=True)
+
+
+def say(message: str) -> None:
+    print(message, flush=True)
+
+
+def _interrupt(*_) -> None:
+    raise KeyboardInterrupt
+
+
+if __name__ == "__main__":
+    sys.exit(main())

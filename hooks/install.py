@@ -1,0 +1,193 @@
+"""Install and uninstall the post-receive hook in a bare repository.
+
+The hook is `post-receive.sh` beside this file with the venv's python, the data directory,
+the sources that track the repository and the worker's idle timeout written into it. A hook
+already in place is kept: it moves to `post-receive.docdex-chained` (a rename, so its bytes
+and mode stay exactly as they were), ours runs it first, and uninstall renames it back.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import msgspec
+
+from docdex.config import Config, SourceConfig, load_config, save_config, validate_source_name
+from docdex.index_format.layout import DataDir
+
+HOOK = "post-receive"
+CHAINED = "post-receive.docdex-chained"
+SIGNATURE = b"# docdex post-receive hook"
+WORKER_IDLE_EXIT_S = 30
+
+
+class HookError(Exception):
+    """The hook cannot be installed or removed as asked."""
+
+
+@dataclass(frozen=True)
+class Installed:
+    hook: Path
+    source: str
+    registered: bool  # the source was added to docdex.toml by this install
+    chained: bool  # an earlier hook runs first
+    tracked: list[tuple[str, str]]  # (source, branch; "" = HEAD's) for this repository
+
+
+@dataclass(frozen=True)
+class Uninstalled:
+    hook: Path
+    removed: bool  # False: there was no docdex hook
+    restored: bool  # an earlier hook is back in place
+
+
+def install_hook(
+    data: DataDir,
+    repo: str | os.PathLike[str],
+    source: str | None = None,
+    python: str | None = None,
+    idle_exit_s: int = WORKER_IDLE_EXIT_S,
+) -> Installed:
+    """Register the repository as a source if needed and (re)write its post-receive hook."""
+    bare = _bare_repository(repo)
+    name = validate_source_name(source or _default_name(bare))
+    data.ensure()
+    config = load_config(data)
+    registered = _register(data, config, name, bare)
+    config = load_config(data)
+    tracked = [(s.name, s.branch) for s in config.sources if _same_repo(s.location, bare)]
+    hooks = _hooks_dir(bare)
+    hooks.mkdir(parents=True, exist_ok=True)
+    hook, chained = hooks / HOOK, hooks / CHAINED
+    if _exists(hook) and not is_docdex_hook(hook):
+        if _exists(chained):
+            raise HookError(
+                f"{hook} is not docdex's and {chained} already exists; move one of them away"
+            )
+        os.rename(hook, chained)
+    script = render_hook(python or sys.executable, data, tracked, idle_exit_s)
+    _write_executable(hook, script)
+    return Installed(hook, name, registered, _exists(chained), tracked)
+
+
+def uninstall_hook(repo: str | os.PathLike[str]) -> Uninstalled:
+    """Remove docdex's hook; put back the hook it replaced, byte for byte."""
+    bare = _bare_repository(repo)
+    hooks = _hooks_dir(bare)
+    hook, chained = hooks / HOOK, hooks / CHAINED
+    if not is_docdex_hook(hook):
+        return Uninstalled(hook, removed=False, restored=False)
+    if _exists(chained):
+        os.replace(chained, hook)  # one rename: there is always a post-receive hook
+        return Uninstalled(hook, removed=True, restored=True)
+    os.unlink(hook)
+    return Uninstalled(hook, removed=True, restored=False)
+
+
+def is_docdex_hook(path: Path) -> bool:
+    if path.is_symlink() or not path.is_file():
+        return False
+    with open(path, "rb") as f:
+        return SIGNATURE in f.read(512)
+
+
+def render_hook(
+    python: str, data: DataDir, tracked: list[tuple[str, str]], idle_exit_s: int
+) -> str:
+    template = resources.files("docdex.hooks").joinpath("post-receive.sh").read_text("utf-8")
+    values = {
+        "@PYTHON@": shlex.quote(os.path.abspath(python)),  # the venv's python, not its target
+        "@DATA@": shlex.quote(str(data.root.resolve())),
+        "@SOURCES@": shlex.quote(" ".join(f"{name}={branch}" for name, branch in tracked)),
+        "@IDLE_EXIT@": str(int(idle_exit_s)),
+    }
+    for key, value in values.items():
+        template = template.replace(key, value)
+    return template
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _bare_repository(repo: str | os.PathLike[str]) -> Path:
+    from docdex.indexer.gitsource import GitSourceError, source_kind
+
+    path = Path(repo).expanduser().resolve()
+    try:
+        kind = source_kind(str(path))
+    except GitSourceError as exc:
+        raise HookError(str(exc)) from None
+    if kind != "bare":
+        raise HookError(
+            f"{path} is a work tree, not a bare repository: post-receive hooks run in the "
+            "repository you push to (for a checkout you edit, use `docdex watch`)"
+        )
+    return path
+
+
+def _default_name(bare: Path) -> str:
+    return bare.name.removesuffix(".git") or bare.name
+
+
+def _register(data: DataDir, config: Config, name: str, bare: Path) -> bool:
+    for existing in config.sources:
+        if existing.name != name:
+            continue
+        if not _same_repo(existing.location, bare):
+            raise HookError(
+                f"source {name!r} already exists for {existing.location}; "
+                "choose another name with --source"
+            )
+        return False
+    source = SourceConfig(name=name, location=str(bare))
+    save_config(data, msgspec.structs.replace(config, sources=[*config.sources, source]))
+    return True
+
+
+def _same_repo(location: str, bare: Path) -> bool:
+    try:
+        return Path(location).expanduser().resolve() == bare
+    except (OSError, RuntimeError):
+        return False
+
+
+def _hooks_dir(bare: Path) -> Path:
+    """hooks/, or where the repository's own core.hooksPath points. A global or system
+    core.hooksPath is shared by every repository: we refuse to install there."""
+    local, any_level = _git_config(bare, "--local"), _git_config(bare)
+    if local:
+        return bare / Path(local).expanduser()  # an absolute path stays absolute
+    if any_level:
+        raise HookError(
+            f"core.hooksPath is set to {any_level} outside {bare}, a directory git uses for "
+            f"every repository; set `git -C {bare} config core.hooksPath hooks` first"
+        )
+    return bare / "hooks"
+
+
+def _git_config(bare: Path, *scope: str) -> str:
+    return subprocess.run(
+        ["git", "config", *scope, "--get", "core.hooksPath"],
+        cwd=bare,
+        env={**os.environ, "GIT_DIR": str(bare)},
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+
+
+def _exists(path: Path) -> bool:
+    return path.is_symlink() or path.exists()
+
+
+def _write_executable(path: Path, text: str) -> None:
+    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    tmp.write_text(text, encoding="utf-8")
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, path)

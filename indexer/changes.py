@@ -1,0 +1,270 @@
+"""What changed in one source since its indexed state, and how to read the new files.
+
+Two kinds of snapshot are indexed: a commit (bare repositories, mirrors of remotes,
+checkouts indexed by `docdex index`) and a checkout's working tree (`docdex watch`). Both
+are compared with the previous state the same way: git blob ids, so unchanged files are
+never read again, and a tree diff where both sides are commits, so the cost follows the
+change. Each answer says how to read a file and what dates its page gets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dulwich.errors import NotTreeError
+from dulwich.object_store import tree_lookup_path
+from dulwich.repo import Repo
+
+from docdex.index_format.model import FileProblem, PageRecord, SourceState
+
+from . import gitsource
+from .gitsource import Change, FileEntry, PageDates
+from .worktree import WORKTREE_SUFFIX, Worktree, WorktreeFile, iso_time, under
+
+Reader = Callable[[FileEntry], str | FileProblem]
+
+
+@dataclass
+class Found:
+    """The changes of one source, ready to apply."""
+
+    branch: str
+    commit: str  # what the new SourceState records: "<sha>" or "<sha>+worktree"
+    changes: list[Change]
+    read: Reader
+    dates: dict[str, PageDates] = field(default_factory=dict)  # per new or changed path
+    redated: dict[str, PageDates] = field(default_factory=dict)  # unchanged pages, new dates
+
+
+def touched_paths(changes: list[Change]) -> set[str]:
+    """Every old or new path a change touches."""
+    touched = {c.path for c in changes}
+    touched.update(c.old_path for c in changes if c.old_path)
+    return touched
+
+
+def full_changes(files: dict[str, FileEntry], old_pages: dict[str, PageRecord]) -> list[Change]:
+    """A rebuild: every old page goes, every current file comes (vectors still reused)."""
+    changes = [
+        Change(kind="delete", path=p.path, old_blob=p.blob)
+        for p in old_pages.values()
+        if p.path not in files
+    ]
+    for entry in files.values():
+        old = old_pages.get(entry.path)
+        changes.append(
+            Change(
+                kind="modify" if old else "add",
+                path=entry.path,
+                blob=entry.blob,
+                old_blob=old.blob if old else None,
+                mode=entry.mode,
+            )
+        )
+    return changes
+
+
+def _known_dates(old_pages: dict[str, PageRecord]) -> dict[str, PageDates]:
+    """Dates of pages dated from git history (a working-tree edit has no commit)."""
+    return {
+        p.path: PageDates(created=p.created, modified=p.modified, commit=p.commit)
+        for p in old_pages.values()
+        if p.commit
+    }
+
+
+def _renames(changes: list[Change]) -> dict[str, str]:
+    return {c.path: c.old_path for c in changes if c.kind == "rename" and c.old_path}
+
+
+def base_commit(state: SourceState | None) -> str | None:
+    """The commit a state's pages were read from (its HEAD for a working-tree state)."""
+    if state is None or not state.commit:
+        return None
+    return state.commit.removesuffix(WORKTREE_SUFFIX) or None
+
+
+# --- a commit ------------------------------------------------------------------------------
+
+
+def commit_changes(
+    repo: Repo,
+    source,
+    max_bytes: int,
+    branch: str,
+    head: str,
+    base: SourceState | None,
+    old_pages: dict[str, PageRecord],
+) -> Found | None:
+    """Changes from the base state to `head`; None when the base is `head` already."""
+    old = base.commit if base else None
+    if old == head:
+        return None
+    if old is None:
+        files = gitsource.list_files(repo, head, source.include, source.exclude)
+        changes = full_changes(files, old_pages)
+    elif old.endswith(WORKTREE_SUFFIX):
+        changes = _indexed_diff(repo, head, source, old_pages)  # a working tree is no commit
+    else:
+        indexed = {p.path: p.blob for p in old_pages.values()}
+        changes = gitsource.diff_commits(
+            repo, old, head, source.include, source.exclude, indexed=indexed
+        )
+    touched = touched_paths(changes)
+    redate = {p.path for p in old_pages.values() if not p.commit and p.path not in touched}
+    wanted = {c.path for c in changes if c.kind != "delete"} | redate
+    dates = gitsource.page_dates(
+        repo, head, base_commit(base), wanted, _known_dates(old_pages), _renames(changes)
+    )
+    return Found(
+        branch=branch,
+        commit=head,
+        changes=changes,
+        read=lambda entry: gitsource.read_markdown(repo, head, entry, max_bytes),
+        dates=dates,
+        redated={path: dates[path] for path in redate if path in dates},
+    )
+
+
+def _indexed_diff(repo: Repo, head: str, source, old_pages) -> list[Change]:
+    current = gitsource.list_files(repo, head, source.include, source.exclude)
+    return gitsource._diff_against_indexed({p.path: p.blob for p in old_pages.values()}, current)
+
+
+# --- a working tree ------------------------------------------------------------------------
+
+_LOOKUP_LIMIT = 64  # more paths than this: list the head's tree once instead of looking up
+
+
+def worktree_changes(
+    repo: Repo,
+    source,
+    max_bytes: int,
+    base: SourceState | None,
+    old_pages: dict[str, PageRecord],
+    dirty: set[str] | None,
+    skip: list[Path],
+) -> Found | None:
+    """Changes from the base state to the working tree; None when nothing changed.
+
+    With a working-tree base and `dirty` paths, only those paths (and what lies below them)
+    are looked at, plus the paths a new HEAD commit changed; otherwise the whole tree is.
+    """
+    branch, head = _checked_out(repo)
+    tree = Worktree(repo, source.include, source.exclude, skip)
+    commit = f"{head or ''}{WORKTREE_SUFFIX}"
+    incremental = base is not None and base.commit.endswith(WORKTREE_SUFFIX)
+    if base is None:
+        current = tree.files()
+        changes = full_changes(_entries(current), old_pages)
+    elif not incremental or dirty is None:
+        current = tree.files()
+        changes = _blob_diff(_indexed_blobs(base, old_pages), current)
+    else:
+        paths = set(dirty) | _moved_paths(repo, base_commit(base), head, source)
+        current = tree.files_at(paths)
+        indexed = _indexed_blobs(base, old_pages)
+        changes = _blob_diff({p: b for p, b in indexed.items() if under(p, paths)}, current)
+    at_head = _head_blobs(repo, head, source, current)
+    touched = touched_paths(changes)
+    redate = {
+        path
+        for path, f in current.items()
+        if path not in touched
+        and path in old_pages
+        and not old_pages[path].commit
+        and at_head.get(path) == f.blob
+    }
+    if not changes and not redate and base is not None and base.commit == commit:
+        return None
+    dates = _worktree_dates(repo, head, base, changes, current, at_head, old_pages, redate)
+    return Found(
+        branch=branch,
+        commit=commit,
+        changes=changes,
+        read=lambda entry: tree.read(entry.path, max_bytes),
+        dates=dates,
+        redated={path: dates[path] for path in redate if path in dates},
+    )
+
+
+def _checked_out(repo: Repo) -> tuple[str, str | None]:
+    """(branch, HEAD commit) of a checkout; branch "" when detached, commit None when the
+    branch has no commit yet."""
+    chain, sha = repo.refs.follow(b"HEAD")
+    branch = chain[1].removeprefix(b"refs/heads/").decode() if len(chain) > 1 else ""
+    return branch, sha.decode() if sha else None
+
+
+def _entries(files: dict[str, WorktreeFile]) -> dict[str, FileEntry]:
+    return {path: FileEntry(path, f.blob, f.mode) for path, f in files.items()}
+
+
+def _indexed_blobs(base: SourceState, old_pages: dict[str, PageRecord]) -> dict[str, str]:
+    """Path -> blob id of what the base state holds. A file with a problem has no page:
+    an empty blob id makes it compare as changed while it exists and deleted once gone."""
+    blobs = {p.path: "" for p in base.problems}
+    blobs.update((path, p.blob) for path, p in old_pages.items())
+    return blobs
+
+
+def _blob_diff(indexed: dict[str, str], current: dict[str, WorktreeFile]) -> list[Change]:
+    return gitsource._diff_against_indexed(indexed, _entries(current))
+
+
+def _moved_paths(repo: Repo, old_head: str | None, head: str | None, source) -> set[str]:
+    """Paths a HEAD move (commit, checkout, pull) changed: their dates may change."""
+    if head is None or old_head == head:
+        return set()
+    changes = gitsource.diff_commits(repo, old_head, head, source.include, source.exclude)
+    return touched_paths(changes)
+
+
+def _head_blobs(
+    repo: Repo, head: str | None, source, current: dict[str, WorktreeFile]
+) -> dict[str, str]:
+    """Blob ids at HEAD of the current files that HEAD has."""
+    if head is None or not current:
+        return {}
+    if len(current) > _LOOKUP_LIMIT:
+        files = gitsource.list_files(repo, head, source.include, source.exclude)
+        return {path: files[path].blob for path in current if path in files}
+    commit = repo[head.encode("ascii")]
+    blobs = {}
+    for path in current:
+        try:
+            _mode, sha = tree_lookup_path(repo.__getitem__, commit.tree, path.encode())
+        except (KeyError, NotTreeError):
+            continue
+        blobs[path] = sha.decode()
+    return blobs
+
+
+def _worktree_dates(repo, head, base, changes, current, at_head, old_pages, redate):
+    """Git dates for files as committed at HEAD; for edited ones the file's mtime as
+    modified, and created kept from the previous page (else git's, else the mtime)."""
+    new = [c for c in changes if c.kind != "delete"]
+    committed = {c.path for c in new if at_head.get(c.path) == c.blob} | redate
+    edited = [c for c in new if c.path not in committed]
+    previous = {c.path: old_pages.get(c.old_path or c.path) for c in edited}
+    need_created = {c.path for c in edited if previous[c.path] is None and c.path in at_head}
+    wanted = committed | need_created
+    git: dict[str, PageDates] = {}
+    if head and wanted:
+        git = gitsource.page_dates(
+            repo, head, base_commit(base), wanted, _known_dates(old_pages), _renames(changes)
+        )
+    dates = {path: git[path] for path in committed if path in git}
+    for change in edited:
+        modified = iso_time(current[change.path].mtime)
+        old = previous[change.path]
+        if old is not None and old.created:
+            created = old.created
+        elif change.path in git:
+            created = git[change.path].created
+        else:
+            created = modified
+        dates[change.path] = PageDates(created=created, modified=modified, commit="")
+    return dates

@@ -1,0 +1,260 @@
+"""`docdex watch`: keep the index of checkouts' working trees current as files are saved.
+
+    watchfiles (inotify) ─ batches ─> dirty paths per source ─ quiet for a moment, or
+                                      waiting too long ─> index_sources(worktree=True, dirty)
+
+One process, the embedder loaded once. Each cycle is an ordinary indexing run (it takes
+the writer lock, so a worker or a hook run waits or interleaves safely) that looks only
+at the dirty paths. watchfiles can deliver one burst of writes in several batches and a
+rename as delete + add, so paths collect in our own set until the tree has been quiet for
+`quiet_ms` (or for at most `max_latency_ms` while events keep coming).
+
+Events inside .git only matter when a ref moves (commit, checkout, pull): the cycle then
+also re-dates the paths the new HEAD changed. If another writer indexes a watched
+checkout from its branch head (`docdex index`, the worker), the next idle check sees a
+state without "+worktree" and indexes the working tree again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import watchfiles
+
+from docdex.config import Config, SourceConfig, load_config
+from docdex.index_format.layout import DataDir
+from docdex.index_format.store import current_version, load_current
+from docdex.logs import log_event
+
+from .embedder import Embedder
+from .gitsource import GitSourceError, source_kind
+from .pipeline import RunReport, index_sources
+from .worktree import WORKTREE_SUFFIX, is_editor_temp
+
+log = logging.getLogger("docdex.watch")
+
+QUIET_MS = 200
+MAX_LATENCY_MS = 1000
+STEP_MS = 50  # watchfiles: a batch ends after this long without events
+CHECK_INTERVAL_S = 2.0  # idle: how often to look whether another writer replaced our state
+RETRY_AFTER_S = 2.0  # after a failed cycle
+
+
+class WatchError(Exception):
+    """Nothing can be watched (no checkout source, a named source is not a checkout)."""
+
+
+@dataclass(frozen=True)
+class Watched:
+    name: str
+    root: Path  # resolved work tree
+
+
+def watched_sources(config: Config, names: list[str] | None) -> list[Watched]:
+    """The checkout sources to watch: the named ones (each must be a checkout), else all."""
+    if names:
+        sources = [config.source(name) for name in names]
+        for source in sources:
+            kind = _kind(source)
+            if kind != "checkout":
+                raise WatchError(
+                    f"source {source.name!r} is a {kind} repository, not a checkout: watch "
+                    "follows working trees (pushes reach the index through the hook)"
+                )
+    else:
+        sources = [s for s in config.sources if _kind(s) == "checkout"]
+    if not sources:
+        raise WatchError(
+            "no checkout source to watch; add one with `docdex source add NAME /path/to/checkout`"
+        )
+    return [Watched(s.name, Path(s.location).expanduser().resolve()) for s in sources]
+
+
+def _kind(source: SourceConfig) -> str:
+    try:
+        return source_kind(source.location)
+    except GitSourceError:
+        return "missing"
+
+
+# --- which events count ----------------------------------------------------------------------
+
+
+def _is_ref_change(parts: tuple[str, ...]) -> bool:
+    """Inside .git: HEAD, a branch ref or packed-refs was written (not a lock file)."""
+    if parts[-1].endswith(".lock"):
+        return False
+    return parts in (("HEAD",), ("packed-refs",)) or parts[:2] == ("refs", "heads")
+
+
+class EventFilter:
+    """watchfiles' filter: editor temp files, the data directory and .git (but for ref
+    moves) never wake the loop."""
+
+    def __init__(self, watched: list[Watched], data_root: Path) -> None:
+        self.roots = [w.root for w in watched]
+        self.data_root = data_root.resolve()
+
+    def __call__(self, _change: watchfiles.Change, raw: str) -> bool:
+        path = Path(raw)
+        if path == self.data_root or path.is_relative_to(self.data_root):
+            return False
+        if is_editor_temp(path.name):
+            return False
+        for root in self.roots:
+            if path.is_relative_to(root):
+                parts = path.relative_to(root).parts
+                if ".git" in parts:
+                    git_at = parts.index(".git")
+                    return git_at == 0 and _is_ref_change(parts[1:])
+                return True
+        return False
+
+
+@dataclass
+class Pending:
+    """Dirty paths collected across batches until the tree has been quiet for a while."""
+
+    paths: dict[str, set[str]] = field(default_factory=dict)
+    since: float | None = None  # monotonic time of the first event not yet indexed
+
+    def add(self, watched: list[Watched], batch: set[tuple[watchfiles.Change, str]]) -> None:
+        for _change, raw in batch:
+            path = Path(raw)
+            for w in watched:
+                if not path.is_relative_to(w.root):
+                    continue
+                rel = path.relative_to(w.root)
+                dirty = self.paths.setdefault(w.name, set())
+                if rel.parts and rel.parts[0] != ".git":  # a ref move adds no path
+                    dirty.add(rel.as_posix())
+        if self.paths and self.since is None:
+            self.since = time.monotonic()
+
+    def take(self) -> dict[str, set[str]]:
+        paths, self.paths, self.since = self.paths, {}, None
+        return paths
+
+    def merge(self, paths: dict[str, set[str]]) -> None:
+        for name, dirty in paths.items():
+            self.paths.setdefault(name, set()).update(dirty)
+        if self.paths and self.since is None:
+            self.since = time.monotonic()
+
+
+# --- the loop --------------------------------------------------------------------------------
+
+
+class WatchLoop:
+    def __init__(
+        self,
+        data: DataDir,
+        names: list[str] | None = None,
+        embedder: Embedder | None = None,
+        quiet_ms: int = QUIET_MS,
+        max_latency_ms: int = MAX_LATENCY_MS,
+        on_cycle: Callable[[RunReport], None] | None = None,
+    ) -> None:
+        self.data = data
+        config = load_config(data)
+        self.watched = watched_sources(config, names)
+        self.embedder = embedder or _load_embedder(config)
+        self.quiet_ms = quiet_ms
+        self.max_latency_s = max_latency_ms / 1000
+        self.on_cycle = on_cycle
+        self.pending = Pending()
+        self.seen_version: int | None = None
+        self.retry_at = 0.0
+
+    def run(self, stop: threading.Event) -> None:
+        """Index every watched working tree, then follow changes until `stop` is set."""
+        events = watchfiles.watch(
+            *[w.root for w in self.watched],
+            watch_filter=EventFilter(self.watched, self.data.root),
+            debounce=int(self.max_latency_s * 1000),
+            step=STEP_MS,
+            rust_timeout=self.quiet_ms,
+            yield_on_timeout=True,
+            stop_event=stop,
+        )
+        for w in self.watched:
+            log_event(log, "watching", source=w.name, root=str(w.root))
+        started = False
+        next_check = 0.0
+        for batch in events:
+            if not started:  # the watcher is live now: whatever changed from here on is seen
+                started = True
+                self._cycle(None, [w.name for w in self.watched])
+                continue
+            self.pending.add(self.watched, batch)
+            now = time.monotonic()
+            if self._due(batch, now):
+                self._cycle(self.pending.take())
+            elif not self.pending.paths and now >= next_check:
+                next_check = now + CHECK_INTERVAL_S
+                self._heal()
+        log_event(log, "stopped", sources=[w.name for w in self.watched])
+
+    def _due(self, batch: set, now: float) -> bool:
+        if not self.pending.paths or now < self.retry_at:
+            return False
+        assert self.pending.since is not None
+        return not batch or now - self.pending.since >= self.max_latency_s
+
+    def _cycle(self, dirty: dict[str, set[str]] | None, names: list[str] | None = None) -> None:
+        """One indexing run; on failure the paths wait for the next try."""
+        names = names or sorted(dirty or {})
+        try:
+            config = load_config(self.data)
+            report = index_sources(
+                self.data, config, names, embedder=self.embedder, worktree=True, dirty=dirty
+            )
+        except Exception as exc:  # keep watching: a later cycle may succeed
+            log_event(log, "cycle-failed", logging.ERROR, sources=names, error=str(exc))
+            self.retry_at = time.monotonic() + RETRY_AFTER_S
+            self.pending.merge(dirty or {n: set() for n in names})
+            return
+        self.seen_version = report.version
+        if self.on_cycle:
+            self.on_cycle(report)
+
+    def _heal(self) -> None:
+        """Index a working tree again if another writer replaced its state since."""
+        version = current_version(self.data)
+        if version is None or version == self.seen_version:
+            return
+        self.seen_version = version
+        manifest = load_current(self.data)
+        states = manifest.sources if manifest else {}
+        stale = [
+            w.name
+            for w in self.watched
+            if w.name not in states or not states[w.name].commit.endswith(WORKTREE_SUFFIX)
+        ]
+        if stale:
+            log_event(log, "reindex-worktree", sources=stale, version=version)
+            self._cycle(None, stale)
+
+
+def _load_embedder(config: Config) -> Embedder:
+    settings = config.settings
+    return Embedder.load(
+        threads=settings.threads or None,
+        window_tokens=settings.window_tokens,
+        window_overlap=settings.window_overlap,
+    )
+
+
+def watch(
+    data: DataDir,
+    names: list[str] | None = None,
+    stop: threading.Event | None = None,
+    **options,
+) -> None:
+    """Run the watch loop in this thread until `stop` is set (or KeyboardInterrupt)."""
+    WatchLoop(data, names, **options).run(stop or threading.Event())

@@ -1,0 +1,33 @@
+"""`just demo`, as CI runs it: `python -m docdex.demo --exit` end to end."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_demo_pushes_indexes_searches_and_cleans_up():
+    done = subprocess.run(
+        [sys.executable, "-m", "docdex.demo", "--exit"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    assert "pushing…" in out and "remote: docdex: queued for indexing: docdex-docs@" in out
+    assert re.search(r"indexed: version \d+, [1-9]\d* chunks", out)
+    hits = re.findall(r"^  (\S+\.md):(\d+)-(\d+)  \S", out, re.MULTILINE)
+    assert hits and all(int(start) <= int(end) for _path, start, end in hits)
+    assert {path for path, _s, _e in hits} & {"README.md", "docs/architecture.md"}
+
+    url = re.search(r"MCP endpoint \(streamable HTTP\): (\S+)", out).group(1)
+    snippet = json.loads(out[out.index("{", out.index(".mcp.json")) :])
+    assert snippet == {"mcpServers": {"docdex": {"type": "http", "url": url}}}
+
+    repo = re.search(r"installed the post-receive hook in (\S+) ", out).group(1)
+    assert not Path(repo).parent.exists()  # temporary files removed

@@ -1,0 +1,452 @@
+"""Hybrid search on a real index: the real pipeline over small git repositories, the real
+model, Tantivy and hnswlib. One index per module (versions 1 and 2) keeps this fast."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from docdex.config import Config, Settings, SourceConfig
+from docdex.index_format.layout import DataDir, IndexFormatError
+from docdex.index_format.model import EmbedderInfo
+from docdex.indexer.pipeline import index_sources
+from docdex.server import late_interaction as li
+from docdex.server import search as search_mod
+from docdex.server.rerank import (
+    CrossEncoderReranker,
+    MaxSimReranker,
+    RerankerError,
+    resolve_reranker,
+)
+from docdex.server.search import SearchError, SearchOptions, search
+from docdex.server.snapshot import Snapshot
+
+from gitrepo import Workspace
+
+DOCS = {
+    "guide/install.md": """# Installing Widget
+
+Widget runs on Windows 10 and later. The installer writes its settings below the
+registry key `HKLM\\SOFTWARE\\WOW6432Node\\Widget` on 64-bit systems.
+
+## Replaying a capture
+
+Replay a captured session faster with `widget replay --replay-speed-factor 4`; the
+default speed factor is 1.
+""",
+    "guide/upgrade.md": """# Upgrading Widget
+
+To upgrade, install the new version over the old one. The installer keeps your settings
+and restarts the Widget service when the installation is complete.
+""",
+    "reference/config.md": """# Configuration
+
+## Database
+
+Set `max_connections = 50` in `widget.toml` to limit how many database connections the
+service opens at once. Larger pools use more memory.
+
+## Legacy switches
+
+The zanzibarquux switch enables the old storage engine; it is kept for compatibility.
+
+## Release notes
+
+Release v1.2.3 fixed the crash on start-up when the configuration file was empty.
+""",
+    "troubleshooting/errors.md": """# Errors
+
+## Enrollment fails with 0x801C03F3
+
+The error 0x801C03F3 means the device object was deleted from the directory before the
+enrollment finished. Re-register the device and start again.
+
+## Listing files
+
+Use `Get-ChildItem -Recurse` in PowerShell to list the log files the agent wrote.
+""",
+    "troubleshooting/network.md": """# Network problems
+
+When the agent cannot reach the service, check the proxy and the firewall. Allow
+outbound HTTPS to the service endpoints and make sure TLS inspection is turned off.
+""",
+}
+
+OTHER = {
+    "setup.md": """# Setting up Gadget
+
+To install Gadget, download the installer and run it. The installation takes a minute.
+""",
+    "garden.md": """# Garden care
+
+Water tomato plants in the morning and keep the soil moist but not wet.
+""",
+}
+
+HOSTILE = [
+    "foo:bar",
+    '"unclosed quote',
+    "(x",
+    "a AND",
+    "it's",
+    "!!!",
+    "???",
+    "*",
+    "\\",
+    "title:install OR body:(",
+    "NOT",
+    "a OR OR b",
+    "[1 TO",
+    "~~~ ^^^ ###",
+    "-",
+    "ñandú ☃ 数据库",
+    "x" * 1999,
+    "\x00\x01 control",
+    "path:/etc/passwd",
+    "select * from users; --",
+]
+
+
+def make_workspace(root: Path, files: dict[str, str]) -> Workspace:
+    ws = Workspace(root)
+    for path, text in files.items():
+        ws.write(path, text)
+    ws.commit_and_push("initial")
+    return ws
+
+
+def add_token_vectors(data: DataDir, embedder) -> None:
+    """The reranker's token arrays for every segment (the indexer will write these; here the
+    chunk's breadcrumb and raw text stand in for its embedded input)."""
+    for seg_dir in data.segments.iterdir():
+        if (seg_dir / li.TOKOFFSETS_FILE).exists() or seg_dir.name.startswith(".tmp"):
+            continue
+        from docdex.index_format.store import load_segment
+
+        segment = load_segment(data, seg_dir.name, embedder.info.dim)
+        inputs = [" › ".join(c.headings) + "\n" + c.text for c in segment.chunks]
+        arrays = li.token_vector_arrays(embedder, inputs)
+        li.write_token_arrays(seg_dir, arrays)
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory, embedder):
+    root = tmp_path_factory.mktemp("search")
+    docs = make_workspace(root / "docs", DOCS)
+    other = make_workspace(root / "other", OTHER)
+    data = DataDir(root / "data")
+    config = Config(
+        settings=Settings(keep_versions=5),
+        sources=[
+            SourceConfig(name="docs", location=str(docs.bare)),
+            SourceConfig(name="other", location=str(other.bare)),
+        ],
+    )
+    index_sources(data, config, embedder=embedder)
+    add_token_vectors(data, embedder)
+    # version 2: the legacy section is rewritten, so its old chunk is tombstoned
+    docs.write(
+        "reference/config.md",
+        DOCS["reference/config.md"].replace(
+            "The zanzibarquux switch enables the old storage engine",
+            "The legacy switch was removed in version 2",
+        ),
+    )
+    docs.commit_and_push("retire the switch")
+    index_sources(data, config, embedder=embedder)
+    add_token_vectors(data, embedder)
+    return data
+
+
+@pytest.fixture(scope="module")
+def snap(index, embedder):
+    snapshot = Snapshot.load(index, embedder=embedder)
+    yield snapshot
+    snapshot.close()
+
+
+def texts(result) -> list[str]:
+    return [h.text for h in result.results]
+
+
+# --- literal identifiers ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "identifier",
+    [
+        "WOW6432Node",
+        "max_connections",
+        "Get-ChildItem",
+        "v1.2.3",
+        "--replay-speed-factor",
+        "0x801C03F3",
+        "x801c03f3",
+        "wow6432node",
+    ],
+)
+@pytest.mark.parametrize("reranker", ["none", "default"])
+def test_literal_identifiers_are_found_as_typed(snap, embedder, identifier, reranker):
+    result = search(snap, embedder, identifier, num_results=3, reranker=reranker)
+    assert identifier.lower().lstrip("x") in result.results[0].text.lower()
+    assert result.results[0].match in ("bm25", "both")
+    assert not result.low_confidence
+
+
+def test_identifier_inside_a_question(snap, embedder):
+    result = search(snap, embedder, "what does error 0x801C03F3 mean during enrollment?")
+    assert "0x801C03F3" in result.results[0].text
+
+
+# --- hostile input --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_hostile_queries_never_raise(snap, embedder, query):
+    result = search(snap, embedder, query, num_results=5)
+    assert result.index_version == snap.version
+    assert len(result.results) <= 5
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"query": ""}, "empty"),
+        ({"query": "   \n\t"}, "empty"),
+        ({"query": "x" * 2001}, "limit is 2000"),
+        ({"query": "install", "num_results": 0}, "between 1 and 100"),
+        ({"query": "install", "num_results": 101}, "between 1 and 100"),
+        ({"query": "install", "source": "nope"}, "valid sources: docs, other"),
+    ],
+)
+def test_bad_requests_raise_search_error(snap, embedder, kwargs, message):
+    with pytest.raises(SearchError, match=message):
+        search(snap, embedder, **kwargs)
+
+
+def test_search_error_is_a_value_error():
+    assert issubclass(SearchError, ValueError)
+
+
+# --- filters ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("exact_rows", [search_mod.EXACT_DENSE_MAX_ROWS, 0])
+def test_source_filter_applies_before_ranking(snap, embedder, monkeypatch, exact_rows):
+    monkeypatch.setattr(search_mod, "EXACT_DENSE_MAX_ROWS", exact_rows)  # 0: HNSW + filter
+    unfiltered = search(snap, embedder, "Widget installer settings", num_results=2)
+    assert {h.source for h in unfiltered.results} == {"docs"}  # docs wins overall
+    result = search(snap, embedder, "Widget installer settings", num_results=2, source="other")
+    assert [h.source for h in result.results] == ["other", "other"]
+    assert result.results[0].path == "setup.md"
+
+
+@pytest.mark.parametrize("exact_rows", [search_mod.EXACT_DENSE_MAX_ROWS, 0])
+def test_path_prefix_applies_before_ranking(snap, embedder, monkeypatch, exact_rows):
+    monkeypatch.setattr(search_mod, "EXACT_DENSE_MAX_ROWS", exact_rows)
+    result = search(snap, embedder, "install widget", path_prefix="troubleshooting/")
+    assert result.results
+    assert all(h.path.startswith("troubleshooting/") for h in result.results)
+    none = search(snap, embedder, "install widget", path_prefix="no/such/dir (x)[")
+    assert none.results == []
+
+
+def test_hnsw_and_exact_search_agree(snap, embedder, monkeypatch):
+    exact = search(snap, embedder, "proxy and firewall", reranker="none")
+    monkeypatch.setattr(search_mod, "EXACT_DENSE_MAX_ROWS", 0)
+    approx = search(snap, embedder, "proxy and firewall", reranker="none")
+    assert [h.chunk_id for h in approx.results] == [h.chunk_id for h in exact.results]
+
+
+# --- versions and tombstones ------------------------------------------------------------------
+
+
+def test_tombstoned_chunks_never_appear(index, snap, embedder):
+    assert any(s.live.sum() < len(s.chunks) for s in snap.segments)  # there are tombstones
+    for reranker in ("none", "default"):
+        result = search(snap, embedder, "zanzibarquux", num_results=20, reranker=reranker)
+        assert all("zanzibarquux" not in t for t in texts(result))
+        assert all(h.chunk_id in snap.chunk_index for h in result.results)
+    old = Snapshot.load(index, version=1, embedder=embedder)
+    try:
+        assert "zanzibarquux" in search(old, embedder, "zanzibarquux").results[0].text
+    finally:
+        old.close()
+
+
+def test_snapshot_refuses_another_embedder(index, embedder):
+    class Other:
+        info = EmbedderInfo(id="some-other-model", dim=768, sha256="0")
+
+    with pytest.raises(IndexFormatError, match="some-other-model"):
+        Snapshot.load(index, embedder=Other())
+
+
+def test_snapshot_without_a_version_is_refused(tmp_path):
+    data = DataDir(tmp_path / "empty")
+    data.ensure()
+    with pytest.raises(IndexFormatError, match="no published version"):
+        Snapshot.load(data)
+
+
+# --- results -----------------------------------------------------------------------------
+
+
+def test_hits_carry_raw_markdown_and_provenance(snap, embedder):
+    result = search(snap, embedder, "Get-ChildItem", num_results=1)
+    hit = result.results[0]
+    assert "`Get-ChildItem -Recurse`" in hit.text  # raw markdown, backticks kept
+    assert hit.headings == ["Errors", "Listing files"]
+    assert hit.heading == "Errors › Listing files"
+    assert hit.doc_id == "docs:troubleshooting/errors.md"
+    assert hit.chunk_id.startswith(hit.doc_id + "#chunk")
+    assert len(hit.commit) == 40
+    assert 1 <= hit.start_line <= hit.end_line
+    assert result.took_ms > 0
+
+
+def test_low_confidence_flags_off_topic_queries_only(snap, embedder):
+    off = search(snap, embedder, "best recipe for banana bread with walnuts")
+    assert off.low_confidence
+    good = search(snap, embedder, "how do I upgrade widget to a new version")
+    assert not good.low_confidence
+    assert good.results[0].path == "guide/upgrade.md"
+
+
+def test_rrf_and_weighted_fusion_both_rank(snap, embedder):
+    for fusion in ("rrf", "weighted"):
+        result = search(snap, embedder, "max_connections", options=SearchOptions(fusion=fusion))
+        assert "max_connections" in result.results[0].text
+
+
+def test_one_per_page(snap, embedder):
+    result = search(snap, embedder, "widget", num_results=10, one_per_page=True)
+    doc_ids = [h.doc_id for h in result.results]
+    assert len(doc_ids) == len(set(doc_ids)) > 1
+    scores = [h.score for h in result.results]
+    assert scores == sorted(scores, reverse=True)
+
+
+# --- rerankers -------------------------------------------------------------------------------
+
+
+def test_default_reranker_is_maxsim_when_token_vectors_exist(snap):
+    assert isinstance(resolve_reranker("default", snap), MaxSimReranker)
+    assert resolve_reranker("none", snap) is None
+    with pytest.raises(RerankerError, match="unknown reranker"):
+        resolve_reranker("bogus", snap)
+
+
+def test_maxsim_reranker_moves_scores(snap, embedder):
+    plain = search(snap, embedder, "device object deleted before enrollment", reranker="none")
+    reranked = search(snap, embedder, "device object deleted before enrollment", reranker="maxsim")
+    assert reranked.results[0].path == "troubleshooting/errors.md"
+    assert [h.score for h in plain.results] != [h.score for h in reranked.results]
+
+
+def test_token_arrays_round_trip(tmp_path, embedder):
+    texts_in = ["Widget installs on Windows.", "Set max_connections in widget.toml. " * 30]
+    arrays = li.token_vector_arrays(embedder, texts_in, token_dim=64)
+    assert arrays.vectors.dtype == np.int8 and arrays.vectors.shape[1] == 64
+    assert arrays.offsets.tolist()[0] == 0 and arrays.offsets[-1] == len(arrays.ids)
+    li.write_token_arrays(tmp_path, arrays)
+    loaded = li.load_token_vectors(tmp_path, chunks=2)
+    assert loaded is not None and loaded.offsets.tolist() == arrays.offsets.tolist()
+    assert li.load_token_vectors(tmp_path, chunks=3) is None  # does not fit: ignored
+    # the compressed vectors keep the query-token similarities MaxSim uses
+    _, _, per = li.embed_with_tokens(embedder, texts_in)
+    full = per[0][0]
+    approx = loaded.dequantised(0) @ loaded.projection.T
+    assert np.abs((full @ full.T) - (approx @ full.T)).max() < 0.15
+    merged = li.concat_chunks([(loaded, 1), (loaded, 0)], embedder.info.dim, token_dim=64)
+    assert merged.offsets.tolist() == [0, arrays.offsets[2] - arrays.offsets[1], len(arrays.ids)]
+
+
+# --- cross-encoder ---------------------------------------------------------------------------
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    n &= (1 << 64) - 1
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _field(number: int, value: bytes | int | str) -> bytes:
+    if isinstance(value, int):
+        return _varint(number << 3) + _varint(value)
+    raw = value.encode() if isinstance(value, str) else value
+    return _varint(number << 3 | 2) + _varint(len(raw)) + raw
+
+
+def _tensor_info(name: str, elem_type: int, dims: list[int | str]) -> bytes:
+    dim_msgs = b"".join(
+        _field(1, _field(1, d) if isinstance(d, int) else _field(2, d)) for d in dims
+    )
+    tensor_type = _field(1, elem_type) + _field(2, dim_msgs)
+    return _field(1, name) + _field(2, _field(1, tensor_type))
+
+
+def _node(op: str, inputs: list[str], outputs: list[str], attrs: bytes = b"") -> bytes:
+    body = b"".join(_field(1, i) for i in inputs) + b"".join(_field(2, o) for o in outputs)
+    return body + _field(4, op) + attrs
+
+
+def tiny_cross_encoder_onnx() -> bytes:
+    """ONNX protobuf, written by hand (the `onnx` package is not installed): logits[b, 0] =
+    sum of the unmasked input ids of pair b, so the "relevance" of a passage is known."""
+    float_t, int64_t = 1, 7
+    cast = _field(5, _field(1, "to") + _field(20, 2) + _field(3, float_t))
+    axes = _field(5, _field(1, "axes") + _field(20, 7) + _field(8, 1))
+    keep = _field(5, _field(1, "keepdims") + _field(20, 2) + _field(3, 1))
+    nodes = [
+        _node("Cast", ["input_ids"], ["ids_f"], cast),
+        _node("Cast", ["attention_mask"], ["mask_f"], cast),
+        _node("Mul", ["ids_f", "mask_f"], ["masked"]),
+        _node("ReduceSum", ["masked"], ["logits"], axes + keep),
+    ]
+    graph = b"".join(_field(1, n) for n in nodes) + _field(2, "tiny")
+    graph += _field(11, _tensor_info("input_ids", int64_t, ["batch", "seq"]))
+    graph += _field(11, _tensor_info("attention_mask", int64_t, ["batch", "seq"]))
+    graph += _field(12, _tensor_info("logits", float_t, ["batch", 1]))
+    opset = _field(1, "") + _field(2, 11)
+    return _field(1, 7) + _field(2, "docdex-test") + _field(7, graph) + _field(8, opset)
+
+
+@pytest.fixture(scope="module")
+def cross_encoder_dir(tmp_path_factory, embedder) -> Path:
+    from docdex.indexer.embedder import TOKENIZER_FILE, TOKENIZER_PKG, _model_file
+
+    path = tmp_path_factory.mktemp("cross-encoder")
+    (path / "model.onnx").write_bytes(tiny_cross_encoder_onnx())
+    tokenizer = _model_file(TOKENIZER_PKG, TOKENIZER_FILE, "")
+    (path / "tokenizer.json").write_bytes(tokenizer.read_bytes())
+    return path
+
+
+def test_cross_encoder_scores_pairs(cross_encoder_dir):
+    reranker = CrossEncoderReranker.load(cross_encoder_dir)
+    scores = reranker.scores("widget", ["a", "zzz zzz zzz"])
+    encodings = [reranker.tokenizer.encode("widget", p) for p in ["a", "zzz zzz zzz"]]
+    assert scores.tolist() == [float(sum(e.ids)) for e in encodings]
+    assert struct.pack("<f", scores[1]) != struct.pack("<f", scores[0])
+
+
+def test_cross_encoder_reorders_the_head(snap, embedder, cross_encoder_dir):
+    result = search(snap, embedder, "widget", reranker=f"cross-encoder:{cross_encoder_dir}")
+    reranker = CrossEncoderReranker.cached(str(cross_encoder_dir))
+    passages = [" › ".join(h.headings) + "\n" + h.text for h in result.results]
+    expected = reranker.scores("widget", passages)
+    assert list(expected) == sorted(expected, reverse=True)
+
+
+def test_cross_encoder_directory_must_be_complete(tmp_path):
+    with pytest.raises(RerankerError, match="tokenizer.json"):
+        CrossEncoderReranker.load(tmp_path)

@@ -1,0 +1,149 @@
+"""`docdex worker`: the queue's single writer, run for real (`--once`) on real repositories."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_server import Server, wait_for
+
+from docdex.config import Config, Settings, SourceConfig, save_config
+from docdex.index_format.layout import DataDir
+from docdex.index_format.store import list_versions, load_current
+from docdex.indexer.queue import file_request, pending_requests
+from docdex.indexer.worker import try_lock, worker_pid
+from docdex.server import metrics
+
+from gitrepo import Workspace, git
+
+
+def run_worker(data: DataDir, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "docdex.cli", "--data", str(data.root), "worker", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def setup(tmp_path):
+    ws = Workspace(tmp_path / "repo")
+    ws.write("guide.md", "# Guide\n\nHow the worker merges requests for the wombat index.\n")
+    ws.commit_and_push()
+    data = DataDir(tmp_path / "data")
+    data.ensure()
+    configure(data, ws.bare)
+    return ws, data
+
+
+def configure(data: DataDir, bare: Path, **settings) -> None:
+    source = SourceConfig(name="docs", location=str(bare))
+    save_config(data, Config(settings=Settings(**settings), sources=[source]))
+
+
+def test_once_merges_every_request_into_one_cycle_and_records_metrics(setup):
+    ws, data = setup
+    filed = [file_request(data, "docs", "hook"), file_request(data, "docs", "hook")]
+    filed.append(file_request(data, "", "reindex"))
+    done = run_worker(data, "--once")
+    assert done.returncode == 0, done.stderr
+    assert "indexing every source (3 request(s))" in done.stderr
+    assert "published version 1" in done.stderr
+    assert pending_requests(data) == [] and list_versions(data) == [1]
+    manifest = load_current(data)
+    assert manifest.sources["docs"].commit == git(ws.bare, "rev-parse", "main")
+    ingestion = metrics.read_last_ingestion(data)
+    assert ingestion.published and ingestion.version == 1 and ingestion.sources == ["docs"]
+    assert ingestion.chunks_embedded == 1 and ingestion.rss_at_end_mb > 0
+    assert ingestion.duration_s > 0
+    assert metrics.read_last_failure(data) is None
+
+    file_request(data, "docs", "reindex")  # nothing changed: recorded, not published
+    assert run_worker(data, "--once").returncode == 0
+    assert not metrics.read_last_ingestion(data).published and list_versions(data) == [1]
+
+
+def test_a_failing_source_is_recorded_and_its_request_taken(setup, tmp_path):
+    _ws, data = setup
+    configure(data, tmp_path / "gone.git")
+    file_request(data, "docs", "hook")
+    done = run_worker(data, "--once")
+    assert done.returncode == 0, done.stderr
+    failure = metrics.read_last_failure(data)
+    assert failure.source == "docs" and "gone.git" in failure.error
+    assert pending_requests(data) == []  # a new push files a new request
+    assert load_current(data).sources["docs"].last_error
+
+
+def test_a_cycle_past_its_time_limit_is_killed_and_its_request_kept(setup):
+    ws, data = setup
+    configure(data, ws.bare, cycle_timeout_s=0)
+    request = file_request(data, "docs", "hook")
+    done = run_worker(data, "--once")
+    assert done.returncode == 1
+    failure = metrics.read_last_failure(data)
+    assert "cycle_timeout_s" in failure.error and failure.source == ""
+    assert metrics.read_last_ingestion(data) is None  # no metrics for a killed cycle
+    assert pending_requests(data) == [request] and load_current(data) is None
+
+
+def test_a_crashing_cycle_is_reported_and_its_request_kept(setup):
+    _ws, data = setup
+    request = file_request(data, "docs", "hook")
+    data.segments.rmdir()
+    data.segments.write_text("not a directory")  # the cycle cannot write a segment
+    done = run_worker(data, "--once")
+    assert done.returncode == 1
+    failure = metrics.read_last_failure(data)
+    assert "the indexing cycle exited with status 1" in failure.error
+    assert pending_requests(data) == [request]
+
+
+def test_requests_for_unknown_sources_are_dropped(setup):
+    _ws, data = setup
+    file_request(data, "removed-source", "hook")
+    done = run_worker(data, "--once")
+    assert done.returncode == 0
+    assert "unknown source(s) removed-source" in done.stderr
+    assert pending_requests(data) == [] and load_current(data) is None
+
+
+def test_one_worker_at_a_time(setup):
+    _ws, data = setup
+    request = file_request(data, "docs", "hook")
+    fd = try_lock(data)
+    assert fd is not None and worker_pid(data) == os.getpid()
+    try:
+        done = run_worker(data, "--once")
+        assert done.returncode == 0 and "another worker" in done.stderr
+        assert pending_requests(data) == [request]
+    finally:
+        os.close(fd)
+    assert run_worker(data, "--once").returncode == 0
+    assert pending_requests(data) == []
+
+
+def test_a_directory_that_is_not_docdex_is_left_alone(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = run_worker(DataDir(empty), "--once")
+    assert done.returncode == 0 and list(empty.iterdir()) == []
+
+
+def test_serve_runs_the_worker_and_stops_it(setup, tmp_path):
+    ws, data = setup
+    server = Server(data.root, tmp_path / "serve.log", worker=True).wait_ready()
+    try:
+        pid = wait_for(lambda: worker_pid(data), 30, "the worker beside serve")
+        assert Path(f"/proc/{pid}/stat").read_text().split()[3] == str(server.proc.pid)
+        file_request(data, "docs", "reindex")
+        wait_for(lambda: load_current(data), 90, "a version from serve's worker")
+        assert load_current(data).sources["docs"].files == 1
+    finally:
+        server.stop()
+    wait_for(lambda: worker_pid(data) is None, 20, "the worker stopped with serve")
