@@ -22,8 +22,8 @@ demo: setup
     {{bin}}/python -m docdex.demo
 
 # Benchmarks on ../shared/corpora (`just bench quick` for the short set).
-bench SET="full": setup
-    {{bin}}/python -m bench {{SET}}
+bench *ARGS: setup
+    {{bin}}/python -m bench {{ARGS}}
 
 # Lint and format check.
 lint: setup

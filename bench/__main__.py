@@ -1,19 +1,35 @@
-"""`just bench [quick|full]`: run the benchmarks, print one table, write bench/results/."""
+"""`just bench [SET|NAME...]`: run benchmarks, print one table, write bench/results/.
+
+Sets: `quick` (a few minutes, everyday use) and `full` (everything the issues promise, on
+the large corpora; about an hour on 2 cores). Single benchmarks run by name.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
+from collections.abc import Callable
 
 from .common import Figure
-from .indexing import bench_indexing
 
+
+def _indexing(name: str, *args, **kwargs) -> Callable[[], list[Figure]]:
+    return lambda: importlib.import_module("bench.indexing").bench_corpus(name, *args, **kwargs)
+
+
+def _lazy(module: str, function: str) -> Callable[[], list[Figure]]:
+    return lambda: getattr(importlib.import_module(f"bench.{module}"), function)()
+
+
+BENCHMARKS: dict[str, Callable[[], list[Figure]]] = {
+    "index-apm": _indexing("apm", 30),
+    "index-rustc": _indexing("rustc", 200, full=False),
+    "index-powershell": _indexing("powershell", 200, share=0.25),
+    "hooks": _lazy("hooks", "bench_push_overhead"),
+}
 SETS = {
-    # everyday: a small full index and short replays, a few minutes
-    "quick": lambda: bench_indexing("apm", {"apm": 30}),
-    # everything the issues promise, on the big corpora
-    "full": lambda: bench_indexing(
-        "powershell", {"rustc": 200, "powershell": 200}, reference_share=0.25
-    ),
+    "quick": ["index-apm", "hooks"],
+    "full": ["index-rustc", "index-powershell", "hooks"],
 }
 
 
@@ -22,15 +38,25 @@ def print_table(figures: list[Figure]) -> None:
     for f in figures:
         verdict = "" if f.met is None else ("  ok" if f.met else "  MISSED")
         target = f"  target {f.target}" if f.target else ""
-        print(f"{f.bench + ': ' + f.name:<{width}}  {f.value:>12} {f.unit:<4}{target}{verdict}")
+        label = f"{f.bench}: {f.name}"
+        print(f"{label:<{width}}  {f.value:>12} {f.unit:<4}{target}{verdict}")
 
 
 def main(argv: list[str]) -> int:
-    name = argv[0] if argv else "full"
-    if name not in SETS:
-        print(f"unknown benchmark set {name!r}; choose one of: {', '.join(SETS)}", file=sys.stderr)
+    names = [n for arg in (argv or ["full"]) for n in SETS.get(arg, [arg])]
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        choices = ", ".join([*SETS, *BENCHMARKS])
+        print(f"unknown benchmark {unknown[0]!r}; choose from: {choices}", file=sys.stderr)
         return 2
-    print_table(SETS[name]())
+    figures: list[Figure] = []
+    for name in names:
+        figures += BENCHMARKS[name]()
+    if {"index-rustc", "index-powershell"} <= set(names):
+        from .indexing import cost_follows_change
+
+        figures.append(cost_follows_change(figures, "rustc", "powershell"))
+    print_table(figures)
     return 0
 
 

@@ -167,6 +167,8 @@ def worktree_changes(
         current = tree.files_at(paths)
         indexed = _indexed_blobs(base, old_pages)
         changes = _blob_diff({p: b for p, b in indexed.items() if under(p, paths)}, current)
+    if base is not None:
+        changes = _without_same_problems(changes, base, tree, max_bytes)
     at_head = _head_blobs(repo, head, source, current)
     touched = touched_paths(changes)
     redate = {
@@ -212,6 +214,20 @@ def _indexed_blobs(base: SourceState, old_pages: dict[str, PageRecord]) -> dict[
 
 def _blob_diff(indexed: dict[str, str], current: dict[str, WorktreeFile]) -> list[Change]:
     return gitsource._diff_against_indexed(indexed, _entries(current))
+
+
+def _without_same_problems(
+    changes: list[Change], base: SourceState, tree: Worktree, max_bytes: int
+) -> list[Change]:
+    """A file that had a problem compares as changed (no blob is kept for it): drop it when
+    reading it again gives the same problem."""
+    problems = {p.path: p for p in base.problems}
+    return [
+        c
+        for c in changes
+        if not (c.kind == "modify" and c.old_blob == "" and c.path in problems)
+        or tree.read(c.path, max_bytes) != problems[c.path]
+    ]
 
 
 def _moved_paths(repo: Repo, old_head: str | None, head: str | None, source) -> set[str]:

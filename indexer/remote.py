@@ -1,8 +1,18 @@
-"""Remote sources: a bare mirror inside the data directory, fetched with dulwich."""
+"""Remote sources: a bare mirror inside the data directory, fetched with dulwich.
+
+Every indexing run of a remote source fetches first (so `docdex index NAME` and the
+`reindex` tool see the newest commit); a fetch that brings nothing new leaves the mirror's
+heads where they were and the run publishes nothing. A failed fetch raises GitSourceError:
+the run reports it per source and the last good pages keep serving.
+"""
 
 from __future__ import annotations
 
 import io
+import os
+import re
+import socket
+from contextlib import contextmanager
 from pathlib import Path
 
 from dulwich.client import get_transport_and_path
@@ -12,6 +22,13 @@ from docdex.config import SourceConfig
 from docdex.index_format.layout import DataDir
 
 from .gitsource import GitSourceError, source_kind
+
+# A stalled network read fails after this long instead of hanging the single writer.
+FETCH_TIMEOUT_S = 60.0
+# ssh must never stop to ask for a password or a host key: there is nobody to answer.
+DEFAULT_SSH_COMMAND = "ssh -o BatchMode=yes -o ConnectTimeout=30"
+
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^@/]*@")
 
 
 def mirror_path(data: DataDir, source: SourceConfig) -> Path:
@@ -25,31 +42,52 @@ def local_repository(data: DataDir, source: SourceConfig) -> str:
     return str(fetch_mirror(source.location, mirror_path(data, source)))
 
 
+def redact(url: str) -> str:
+    """The URL without its user:password part, fit for logs and error messages."""
+    return _USERINFO.sub(r"\1***@", url)
+
+
 def fetch_mirror(url: str, mirror: Path) -> Path:
     """Fetch every branch of `url` into a bare mirror; the mirror's heads follow the
     remote's exactly (a deleted remote branch disappears, a force-push is taken)."""
     if not (mirror / "HEAD").exists():
         mirror.mkdir(parents=True, exist_ok=True)
         Repo.init_bare(str(mirror)).close()
+    ssh_command = os.environ.get("GIT_SSH_COMMAND") or DEFAULT_SSH_COMMAND
     try:
-        client, path = get_transport_and_path(url)
-        with Repo(str(mirror)) as repo:
+        client, path = get_transport_and_path(url, ssh_command=ssh_command)
+        with Repo(str(mirror)) as repo, _socket_timeout(FETCH_TIMEOUT_S):
             result = client.fetch(path, repo, progress=io.BytesIO().write)
             _mirror_refs(repo, result.refs, result.symrefs)
-    except (OSError, ValueError) as exc:
-        raise GitSourceError(f"cannot fetch {url}: {exc}") from None
     except Exception as exc:  # dulwich raises many kinds (HangupException, GitProtocolError...)
-        raise GitSourceError(f"cannot fetch {url}: {type(exc).__name__}: {exc}") from None
+        detail = str(exc).replace(url, redact(url)) or type(exc).__name__
+        if not isinstance(exc, OSError | ValueError):
+            detail = f"{type(exc).__name__}: {detail}"
+        raise GitSourceError(f"cannot fetch {redact(url)}: {detail}") from None
     return mirror
+
+
+@contextmanager
+def _socket_timeout(seconds: float):
+    """dulwich opens its sockets (git://, http) without a timeout; the indexer is one
+    thread doing one fetch at a time, so the process-wide default is ours to set."""
+    previous = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(seconds)
+    try:
+        yield
+    finally:
+        socket.setdefaulttimeout(previous)
 
 
 def _mirror_refs(repo: Repo, remote: dict[bytes, bytes | None], symrefs: dict) -> None:
     heads = {k: v for k, v in remote.items() if k.startswith(b"refs/heads/") and v}
-    for name in [k for k in repo.refs if k.startswith(b"refs/heads/")]:
+    local = {k: repo.refs[k] for k in repo.refs if k.startswith(b"refs/heads/")}
+    for name in local:
         if name not in heads:
             repo.refs.remove_if_equals(name, None)
     for name, sha in heads.items():
-        repo.refs[name] = sha
+        if local.get(name) != sha:  # an unchanged head is not rewritten
+            repo.refs[name] = sha
     target = symrefs.get(b"HEAD")
-    if target:
+    if target and repo.refs.get_symrefs().get(b"HEAD") != target:
         repo.refs.set_symbolic_ref(b"HEAD", target)

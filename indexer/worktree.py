@@ -36,7 +36,7 @@ _EDITOR_TEMP = re.compile(
     r"^\.#"  # emacs lock files (dangling symlinks named like the file)
     r"|^#.*#$"  # emacs auto-save
     r"|~$"  # backups: vim, emacs, gedit
-    r"|\.sw[a-p]$"  # vim swap files
+    r"|\.sw[a-z]$"  # vim swap files and its .swx probe
     r"|^4913$"  # vim's can-I-write-here probe
     r"|\.tmp$"  # atomic-save temp files (.name.md.tmp and friends)
     r"|___jb_(?:tmp|old)___$"  # JetBrains safe write

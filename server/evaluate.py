@@ -132,8 +132,7 @@ def page_match(q: Query, hit) -> bool:
 def section_match(q: Query, hit) -> bool:
     headings = {norm_heading(h) for h in hit.headings}
     return any(
-        j.heading and j.path == hit.path and norm_heading(j.heading) in headings
-        for j in _judged(q)
+        j.heading and j.path == hit.path and norm_heading(j.heading) in headings for j in _judged(q)
     )
 
 
@@ -262,7 +261,9 @@ def aggregate(
         k=k,
         queries=len(queries),
         classes=classes,
-        unanswerable_flagged=_mean(o.low_confidence for o in unanswerable) if unanswerable else None,
+        unanswerable_flagged=_mean(o.low_confidence for o in unanswerable)
+        if unanswerable
+        else None,
         false_alarm_rate=_mean(o.low_confidence for o in answerable) if answerable else None,
         latency_p50_ms=round(statistics.median(took), 2),
         latency_p95_ms=round(took[min(len(took) - 1, int(0.95 * len(took)))], 2),

@@ -30,7 +30,7 @@ TOKOFFSETS_FILE = "tokoffsets.npy"
 TOKPROJ_FILE = "tokproj.npy"
 TOKEN_FILES = (TOKVECS_FILE, TOKSCALE_FILE, TOKIDS_FILE, TOKOFFSETS_FILE, TOKPROJ_FILE)
 
-TOKEN_DIM = 128  # projected dimension (docs/retrieval.md: size vs quality)
+TOKEN_DIM = 64  # projected dimension (docs/retrieval.md: 384 -> 64 costs < 1.5 points)
 
 
 @dataclass

@@ -214,9 +214,7 @@ class CrossEncoderReranker:
         reranker = cls(session, tokenizer, path)
         missing = {"input_ids", "attention_mask"} - reranker.inputs
         if missing:
-            raise RerankerError(
-                f"cross-encoder {path} lacks input(s) {', '.join(sorted(missing))}"
-            )
+            raise RerankerError(f"cross-encoder {path} lacks input(s) {', '.join(sorted(missing))}")
         return reranker
 
     @classmethod

@@ -21,7 +21,6 @@ import msgspec
 import numpy as np
 import tantivy
 
-from docdex.index_format.model import ChunkRecord
 from docdex.index_format.text import IDENT_FIELD, identifier_terms, text_schema
 
 from .late_interaction import encode_query
@@ -85,7 +84,7 @@ class SearchOptions(msgspec.Struct, frozen=True):
     one_per_page: bool = False
     # low_confidence: best cosine below this and no strong lexical match
     weak_dense: float = 0.35
-    weak_lexical: float = 0.5
+    weak_lexical: float = 0.6
 
 
 DEFAULT_OPTIONS = SearchOptions()
@@ -300,10 +299,7 @@ def chunk_filter(snapshot: Snapshot, s: int, source: str, path_prefix: str) -> n
         return None
     chunks = snapshot.segments[s].chunks
     return np.fromiter(
-        (
-            (not source or c.source == source) and c.path.startswith(path_prefix)
-            for c in chunks
-        ),
+        ((not source or c.source == source) and c.path.startswith(path_prefix) for c in chunks),
         dtype=bool,
         count=len(chunks),
     )
@@ -420,10 +416,15 @@ def is_low_confidence(
 
 
 def lexical_coverage(snapshot: Snapshot, profile: QueryProfile, cand: Candidate) -> float:
-    """IDF-weighted share of the query's terms that occur in the candidate chunk."""
+    """1.0 when an identifier of the query occurs in the candidate chunk; otherwise the
+    IDF-weighted share of the query's terms that occur in it."""
     chunk = snapshot.segments[cand.segment].chunks[cand.index]
-    if profile.ident and any(t in _ident_set(chunk) for t in profile.ident[:1]):
-        return 1.0
+    if profile.identifier:
+        wanted = identifier_terms(
+            " ".join(t for t in profile.text.split() if is_identifier_like(t))
+        )
+        if wanted and wanted[0] in set(identifier_terms(chunk.text)):
+            return 1.0
     if not profile.terms:
         return 0.0
     present = set(_analyzer().analyze(" ".join([*chunk.headings, chunk.text])))
@@ -435,10 +436,6 @@ def lexical_coverage(snapshot: Snapshot, profile: QueryProfile, cand: Candidate)
         weight += idf
         hit += idf if term in present else 0.0
     return hit / weight if weight else 0.0
-
-
-def _ident_set(chunk: ChunkRecord) -> set[str]:
-    return set(identifier_terms(chunk.text))
 
 
 def to_hit(snapshot: Snapshot, c: Candidate) -> Hit:

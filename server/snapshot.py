@@ -30,6 +30,7 @@ from docdex.index_format.store import (
     load_pages,
     load_segment,
 )
+
 from .late_interaction import TokenArrays, load_token_vectors
 
 # HNSW search breadth. Measured on apm-docs and rustc-dev-guide against exact numpy search
@@ -139,8 +140,11 @@ def limit_blas_threads() -> bool:
     (DESIGN.md fact 6). numpy's OpenBLAS reads OPENBLAS_NUM_THREADS only at import, so the
     library's setter is called directly. Returns whether it was found."""
     libdir = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
-    names = ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_",
-             "openblas_set_num_threads")
+    names = (
+        "scipy_openblas_set_num_threads64_",
+        "openblas_set_num_threads64_",
+        "openblas_set_num_threads",
+    )
     for path in glob.glob(os.path.join(libdir, "*openblas*.so*")):
         try:
             lib = ctypes.CDLL(path)

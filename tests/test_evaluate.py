@@ -85,7 +85,11 @@ def test_only_the_first_ten_hits_count():
 def test_ndcg_over_distinct_paths_with_linear_gain():
     query = q(
         **{"class": "labeled"},
-        relevant=[{"path": "p1", "grade": 3}, {"path": "p2", "grade": 1}, {"path": "p3", "grade": 0}],
+        relevant=[
+            {"path": "p1", "grade": 3},
+            {"path": "p2", "grade": 1},
+            {"path": "p3", "grade": 0},
+        ],
     )
     hits = [H("p2"), H("p2"), H("p1"), H("p9")]  # distinct paths: p2, p1, p9
     dcg = 1 / math.log2(2) + 3 / math.log2(3)
@@ -111,7 +115,9 @@ def test_aggregate_recall_mrr_and_confidence_rates():
         ([H("b")], True),
         ([H("b")], False),
     ]
-    outcomes = [score_query(qq, hits, low) for qq, (hits, low) in zip(queries, results, strict=True)]
+    outcomes = [
+        score_query(qq, hits, low) for qq, (hits, low) in zip(queries, results, strict=True)
+    ]
     report = aggregate(queries, outcomes, k=3, source="s", version=7)
     by = {c.cls: c for c in report.classes}
     assert by["literal"].recall_at_k == 0.5
@@ -151,18 +157,44 @@ PAGES = {
 }
 
 QUERIES = [
-    {"id": "k1", "query": "Installing the agent", "class": "known-item",
-     "relevant": [{"path": "setup.md", "heading": "Installing the agent"}]},
-    {"id": "k2", "query": "Timeout during enrollment", "class": "known-item",
-     "relevant": [{"path": "errors.md", "heading": "Timeout during enrollment"}]},
-    {"id": "l1", "query": "0x80180014", "class": "literal", "literal": "0x80180014",
-     "relevant": [{"path": "errors.md"}]},
-    {"id": "l2", "query": "agent-setup.exe", "class": "literal", "literal": "agent-setup.exe",
-     "relevant": [{"path": "setup.md"}]},
-    {"id": "h1", "query": "how often do we get invoices?", "class": "handwritten",
-     "relevant": [{"path": "billing.md"}]},
-    {"id": "u1", "query": "recipe for sourdough bread starter", "class": "unanswerable",
-     "relevant": []},
+    {
+        "id": "k1",
+        "query": "Installing the agent",
+        "class": "known-item",
+        "relevant": [{"path": "setup.md", "heading": "Installing the agent"}],
+    },
+    {
+        "id": "k2",
+        "query": "Timeout during enrollment",
+        "class": "known-item",
+        "relevant": [{"path": "errors.md", "heading": "Timeout during enrollment"}],
+    },
+    {
+        "id": "l1",
+        "query": "0x80180014",
+        "class": "literal",
+        "literal": "0x80180014",
+        "relevant": [{"path": "errors.md"}],
+    },
+    {
+        "id": "l2",
+        "query": "agent-setup.exe",
+        "class": "literal",
+        "literal": "agent-setup.exe",
+        "relevant": [{"path": "setup.md"}],
+    },
+    {
+        "id": "h1",
+        "query": "how often do we get invoices?",
+        "class": "handwritten",
+        "relevant": [{"path": "billing.md"}],
+    },
+    {
+        "id": "u1",
+        "query": "recipe for sourdough bread starter",
+        "class": "unanswerable",
+        "relevant": [],
+    },
 ]
 
 

@@ -156,8 +156,8 @@ def test_a_push_becomes_searchable_over_mcp(served):
 
 def _pusher(root: Path, bare: Path, n: int, commits: int, errors: list[str]) -> None:
     clone = root / f"clone{n}"
-    git(root, "clone", "-q", str(bare), str(clone))
     try:
+        git(root, "clone", "-q", str(bare), str(clone))
         for c in range(commits):
             (clone / f"team{n}.md").write_text(f"# Team {n}\n\nStatus token zq{n}x{c}y here.\n")
             git(clone, "add", "-A")
@@ -190,6 +190,12 @@ def test_four_clones_pushing_at_once_end_with_the_final_tree(served, tmp_path):
 
     tree = set(git(ws.bare, "ls-tree", "-r", "--name-only", "main").splitlines())
     assert page_paths(data) == tree == {"start.md", *(f"team{n}.md" for n in range(4))}
+    served_version = load_current(data).version
+    wait_for(
+        lambda: http(f"{server.url}/health").json()["index_version"] == served_version,
+        30,
+        "the final version served",
+    )
     for n in range(4):
         latest = f"zq{n}x{commits - 1}y"
         assert found(server, latest) == {f"team{n}.md"}, latest
