@@ -26,10 +26,13 @@ BENCHMARKS: dict[str, Callable[[], list[Figure]]] = {
     "index-rustc": _indexing("rustc", 200, full=False),
     "index-powershell": _indexing("powershell", 200, share=0.25),
     "hooks": _lazy("hooks", "bench_push_overhead"),
+    "queries": _lazy("queries", "bench_queries"),
+    "watch": _lazy("watch", "bench_watch_latency"),
+    "serve-powershell": _lazy("queries", "bench_serving_powershell"),
 }
 SETS = {
-    "quick": ["index-apm", "hooks"],
-    "full": ["index-rustc", "index-powershell", "hooks"],
+    "quick": ["index-apm", "queries", "hooks", "watch"],
+    "full": ["index-rustc", "index-powershell", "serve-powershell", "queries", "hooks", "watch"],
 }
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from docdex.indexer.embedder import Embedder
 from docdex.indexer.pipeline import index_sources
 
 from .common import (
+    CACHE,
     Figure,
     changed_files,
     docdex,
@@ -168,23 +169,24 @@ def replay_figures(corpus: str, records: list[dict]) -> list[Figure]:
 
 def bench_corpus(corpus: str, pushes: int, share: float = 1.0, full: bool = True) -> list[Figure]:
     """A full index of `corpus` where its replay starts (measured when `full`), then a
-    replay of its last `pushes` commits. Writes bench/results/index-<corpus>.json."""
+    replay of its last `pushes` commits. Writes bench/results/index-<corpus>.json and keeps
+    the index in the bench cache (data/<corpus>) for the serving benchmarks."""
     commits = first_parent_commits(corpus)
     start, replayed = commits[-pushes - 1], commits[-pushes:]
     figures: list[Figure] = []
     details: dict = {}
-    with tempfile.TemporaryDirectory(prefix="docdex-bench-") as tmp:
-        work = Path(tmp)
-        if full:
-            figures, details["full_index"], data = full_index(corpus, start, work, share)
-            bare = work / f"{corpus}.git"
-        else:
-            bare, data = fresh_bare(corpus, start, work), work / "data"
-            say(f"[{corpus}] indexing the starting point {start[:10]} (not measured) ...")
-            index_sources(
-                DataDir(data), Config(sources=[SourceConfig(name=corpus, location=str(bare))])
-            )
-        details["replay"] = replay(corpus, bare, data, replayed)
+    work = CACHE / "index" / corpus
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    if full:
+        figures, details["full_index"], data = full_index(corpus, start, work, share)
+        bare = work / f"{corpus}.git"
+    else:
+        bare, data = fresh_bare(corpus, start, work), work / "data"
+        say(f"[{corpus}] indexing the starting point {start[:10]} (not measured) ...")
+        config = Config(sources=[SourceConfig(name=corpus, location=str(bare))])
+        index_sources(DataDir(data), config)
+    details["replay"] = replay(corpus, bare, data, replayed)
     figures += replay_figures(corpus, details["replay"])
     write_results(f"index-{corpus}", figures, details)
     return figures

@@ -304,6 +304,8 @@ def cmd_watch(data: DataDir, args) -> int:
         )
     except (WatchError, IndexingError) as exc:
         raise CommandError(str(exc)) from None
+    except OSError as exc:  # e.g. inotify's limit on watches
+        raise CommandError(f"cannot watch: {exc} (see fs.inotify.max_user_watches)") from None
     return EXIT_OK
 
 

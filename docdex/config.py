@@ -33,6 +33,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     threads: int = 0  # embedder threads; 0 = all cores
     nice: int = 10  # niceness of background indexing (worker)
     cycle_timeout_s: int = 3600  # the worker kills an indexing cycle that runs longer
+    reranker: str = "default"  # default | none | maxsim | cross-encoder:/path/to/onnx-dir
 
     def chunker(self) -> ChunkerSettings:
         return ChunkerSettings(

@@ -90,13 +90,13 @@ class PageRecord(msgspec.Struct, frozen=True):
     doc_id: str
     source: str
     path: str
-    blob: str  # git blob sha of the indexed content ("" for a working-tree file)
+    blob: str  # git blob sha of the indexed content (computed for a working-tree file)
     title: str
     description: str
     tags: list[str]
     created: str  # ISO 8601 UTC; first commit that added the path (carried across renames)
-    modified: str  # ISO 8601 UTC; last commit that changed it
-    commit: str  # the commit of `modified`
+    modified: str  # ISO 8601 UTC; last commit that changed it (mtime of an uncommitted edit)
+    commit: str  # the commit of `modified` ("" for an uncommitted working-tree edit)
     size: int  # bytes of the file
     chunks: list[ChunkRef]
 
@@ -115,7 +115,7 @@ class SourceState(msgspec.Struct, frozen=True):
     kind: str  # "bare" | "checkout" | "remote"
     branch: str
     config_hash: str  # of the settings that decide which files are indexed and how
-    commit: str  # last indexed commit ("" before the first successful run)
+    commit: str  # last indexed commit ("" before the first run; "<sha>+worktree": watch)
     indexed_at: str
     pages_file: str  # file name under pages/ ("" when the source has no pages)
     files: int

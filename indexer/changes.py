@@ -17,6 +17,7 @@ from dulwich.errors import NotTreeError
 from dulwich.object_store import tree_lookup_path
 from dulwich.repo import Repo
 
+from docdex.config import SourceConfig
 from docdex.index_format.model import FileProblem, PageRecord, SourceState
 
 from . import gitsource
@@ -91,7 +92,7 @@ def base_commit(state: SourceState | None) -> str | None:
 
 def commit_changes(
     repo: Repo,
-    source,
+    source: SourceConfig,
     max_bytes: int,
     branch: str,
     head: str,
@@ -128,7 +129,9 @@ def commit_changes(
     )
 
 
-def _indexed_diff(repo: Repo, head: str, source, old_pages) -> list[Change]:
+def _indexed_diff(
+    repo: Repo, head: str, source: SourceConfig, old_pages: dict[str, PageRecord]
+) -> list[Change]:
     current = gitsource.list_files(repo, head, source.include, source.exclude)
     return gitsource._diff_against_indexed({p.path: p.blob for p in old_pages.values()}, current)
 
@@ -140,7 +143,7 @@ _LOOKUP_LIMIT = 64  # more paths than this: list the head's tree once instead of
 
 def worktree_changes(
     repo: Repo,
-    source,
+    source: SourceConfig,
     max_bytes: int,
     base: SourceState | None,
     old_pages: dict[str, PageRecord],
@@ -154,31 +157,12 @@ def worktree_changes(
     """
     branch, head = _checked_out(repo)
     tree = Worktree(repo, source.include, source.exclude, skip)
-    commit = f"{head or ''}{WORKTREE_SUFFIX}"
-    incremental = base is not None and base.commit.endswith(WORKTREE_SUFFIX)
-    if base is None:
-        current = tree.files()
-        changes = full_changes(_entries(current), old_pages)
-    elif not incremental or dirty is None:
-        current = tree.files()
-        changes = _blob_diff(_indexed_blobs(base, old_pages), current)
-    else:
-        paths = set(dirty) | _moved_paths(repo, base_commit(base), head, source)
-        current = tree.files_at(paths)
-        indexed = _indexed_blobs(base, old_pages)
-        changes = _blob_diff({p: b for p, b in indexed.items() if under(p, paths)}, current)
+    current, changes = _scan(repo, source, tree, head, base, old_pages, dirty)
     if base is not None:
         changes = _without_same_problems(changes, base, tree, max_bytes)
     at_head = _head_blobs(repo, head, source, current)
-    touched = touched_paths(changes)
-    redate = {
-        path
-        for path, f in current.items()
-        if path not in touched
-        and path in old_pages
-        and not old_pages[path].commit
-        and at_head.get(path) == f.blob
-    }
+    redate = _committed_since(current, changes, old_pages, at_head)
+    commit = f"{head or ''}{WORKTREE_SUFFIX}"
     if not changes and not redate and base is not None and base.commit == commit:
         return None
     dates = _worktree_dates(repo, head, base, changes, current, at_head, old_pages, redate)
@@ -190,6 +174,46 @@ def worktree_changes(
         dates=dates,
         redated={path: dates[path] for path in redate if path in dates},
     )
+
+
+def _scan(
+    repo: Repo,
+    source: SourceConfig,
+    tree: Worktree,
+    head: str | None,
+    base: SourceState | None,
+    old_pages: dict[str, PageRecord],
+    dirty: set[str] | None,
+) -> tuple[dict[str, WorktreeFile], list[Change]]:
+    """The files looked at and how they differ from the base state."""
+    if base is None:  # a rebuild, or nothing indexed yet: everything is read again
+        current = tree.files()
+        return current, full_changes(_entries(current), old_pages)
+    indexed = _indexed_blobs(base, old_pages)
+    if dirty is None or not base.commit.endswith(WORKTREE_SUFFIX):
+        current = tree.files()
+        return current, _blob_diff(indexed, current)
+    paths = set(dirty) | _moved_paths(repo, base_commit(base), head, source)
+    current = tree.files_at(paths)
+    return current, _blob_diff({p: b for p, b in indexed.items() if under(p, paths)}, current)
+
+
+def _committed_since(
+    current: dict[str, WorktreeFile],
+    changes: list[Change],
+    old_pages: dict[str, PageRecord],
+    at_head: dict[str, str],
+) -> set[str]:
+    """Unchanged pages dated as uncommitted edits whose content HEAD now has."""
+    touched = touched_paths(changes)
+    return {
+        path
+        for path, f in current.items()
+        if path not in touched
+        and path in old_pages
+        and not old_pages[path].commit
+        and at_head.get(path) == f.blob
+    }
 
 
 def _checked_out(repo: Repo) -> tuple[str, str | None]:
@@ -230,7 +254,9 @@ def _without_same_problems(
     ]
 
 
-def _moved_paths(repo: Repo, old_head: str | None, head: str | None, source) -> set[str]:
+def _moved_paths(
+    repo: Repo, old_head: str | None, head: str | None, source: SourceConfig
+) -> set[str]:
     """Paths a HEAD move (commit, checkout, pull) changed: their dates may change."""
     if head is None or old_head == head:
         return set()
@@ -239,7 +265,7 @@ def _moved_paths(repo: Repo, old_head: str | None, head: str | None, source) -> 
 
 
 def _head_blobs(
-    repo: Repo, head: str | None, source, current: dict[str, WorktreeFile]
+    repo: Repo, head: str | None, source: SourceConfig, current: dict[str, WorktreeFile]
 ) -> dict[str, str]:
     """Blob ids at HEAD of the current files that HEAD has."""
     if head is None or not current:
@@ -258,7 +284,16 @@ def _head_blobs(
     return blobs
 
 
-def _worktree_dates(repo, head, base, changes, current, at_head, old_pages, redate):
+def _worktree_dates(
+    repo: Repo,
+    head: str | None,
+    base: SourceState | None,
+    changes: list[Change],
+    current: dict[str, WorktreeFile],
+    at_head: dict[str, str],
+    old_pages: dict[str, PageRecord],
+    redate: set[str],
+) -> dict[str, PageDates]:
     """Git dates for files as committed at HEAD; for edited ones the file's mtime as
     modified, and created kept from the previous page (else git's, else the mtime)."""
     new = [c for c in changes if c.kind != "delete"]

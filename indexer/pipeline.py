@@ -57,6 +57,8 @@ from .textindex import write_text_index
 
 log = logging.getLogger("docdex.pipeline")
 
+Dirty = dict[str, set[str] | None]  # source -> paths changed in its working tree (None: all)
+
 
 class IndexingError(Exception):
     """A run cannot start (bad configuration, unknown source)."""
@@ -120,7 +122,7 @@ class RunState:
     version: int
     tombstones: dict[str, set[int]]
     worktree: bool = False  # checkouts: index the working tree instead of the branch head
-    dirty: dict[str, set[str]] | None = None  # per source, paths to look at (None: all)
+    dirty: Dirty | None = None  # per source, paths to look at (None: all)
     loaded_embedder: Embedder | None = None
     reusable: dict[str, ChunkRef] = field(default_factory=dict)  # content hash -> old chunk
     deleted_pages: list[str] = field(default_factory=list)
@@ -158,12 +160,13 @@ def index_sources(
     embedder: Embedder | None = None,
     on_wait=None,
     worktree: bool = False,
-    dirty: dict[str, set[str]] | None = None,
+    dirty: Dirty | None = None,
 ) -> RunReport:
     """Index the named sources (all when None) and publish a version if anything changed.
 
     With `worktree`, checkout sources are indexed from their working tree (uncommitted
-    edits included) and `dirty` (source -> repo-relative paths) limits what is looked at;
+    edits included) and `dirty` (source -> repo-relative paths) limits what is looked at
+    (a source missing from it: only what a HEAD move changed; mapped to None: everything);
     other sources are indexed from their branch head as always.
     """
     selected = _select(config, names)

@@ -15,7 +15,7 @@ import time
 
 import msgspec
 
-from docdex.config import Config, ConfigError, load_config
+from docdex.config import Config, load_config
 from docdex.index_format.layout import DataDir, write_atomic
 from docdex.logs import log_event
 
@@ -94,7 +94,7 @@ class Poller:
         while True:
             try:
                 poll_once(self.data)
-            except (ConfigError, OSError) as exc:
+            except Exception as exc:  # the thread outlives a bad config or a full disk
                 log_event(log, "poll-failed", logging.WARNING, error=str(exc))
             if self._stop.wait(self.tick_s):
                 return

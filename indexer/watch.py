@@ -33,7 +33,7 @@ from docdex.logs import log_event
 
 from .embedder import Embedder
 from .gitsource import GitSourceError, source_kind
-from .pipeline import RunReport, index_sources
+from .pipeline import Dirty, RunReport, index_sources
 from .worktree import WORKTREE_SUFFIX, is_editor_temp
 
 log = logging.getLogger("docdex.watch")
@@ -118,31 +118,46 @@ class EventFilter:
 
 @dataclass
 class Pending:
-    """Dirty paths collected across batches until the tree has been quiet for a while."""
+    """Dirty paths collected across batches until the tree has been quiet for a while;
+    None for a source means "look at everything" (its ignore rules changed)."""
 
-    paths: dict[str, set[str]] = field(default_factory=dict)
+    paths: Dirty = field(default_factory=dict)
     since: float | None = None  # monotonic time of the first event not yet indexed
 
     def add(self, watched: list[Watched], batch: set[tuple[watchfiles.Change, str]]) -> None:
         for _change, raw in batch:
             path = Path(raw)
             for w in watched:
-                if not path.is_relative_to(w.root):
-                    continue
-                rel = path.relative_to(w.root)
-                dirty = self.paths.setdefault(w.name, set())
-                if rel.parts and rel.parts[0] != ".git":  # a ref move adds no path
-                    dirty.add(rel.as_posix())
-        if self.paths and self.since is None:
-            self.since = time.monotonic()
+                if path.is_relative_to(w.root):
+                    self._add(w.name, path.relative_to(w.root))
+        self._started()
 
-    def take(self) -> dict[str, set[str]]:
+    def _add(self, name: str, rel: Path) -> None:
+        if rel.name == ".gitignore":
+            self.paths[name] = None
+            return
+        dirty = self.paths.setdefault(name, set())
+        if dirty is not None and rel.parts and rel.parts[0] != ".git":  # a ref move: no path
+            dirty.add(rel.as_posix())
+
+    def take(self) -> Dirty:
         paths, self.paths, self.since = self.paths, {}, None
         return paths
 
-    def merge(self, paths: dict[str, set[str]]) -> None:
+    def merge(self, paths: Dirty) -> None:
         for name, dirty in paths.items():
-            self.paths.setdefault(name, set()).update(dirty)
+            if dirty is None:
+                self.paths[name] = None
+            else:
+                self._add_all(name, dirty)
+        self._started()
+
+    def _add_all(self, name: str, dirty: set[str]) -> None:
+        known = self.paths.setdefault(name, set())
+        if known is not None:
+            known.update(dirty)
+
+    def _started(self) -> None:
         if self.paths and self.since is None:
             self.since = time.monotonic()
 
@@ -197,7 +212,10 @@ class WatchLoop:
                 self._cycle(self.pending.take())
             elif not self.pending.paths and now >= next_check:
                 next_check = now + CHECK_INTERVAL_S
-                self._heal()
+                try:
+                    self._heal()
+                except Exception as exc:  # e.g. a version this process cannot read
+                    log_event(log, "check-failed", logging.WARNING, error=str(exc))
         log_event(log, "stopped", sources=[w.name for w in self.watched])
 
     def _due(self, batch: set, now: float) -> bool:
@@ -206,7 +224,7 @@ class WatchLoop:
         assert self.pending.since is not None
         return not batch or now - self.pending.since >= self.max_latency_s
 
-    def _cycle(self, dirty: dict[str, set[str]] | None, names: list[str] | None = None) -> None:
+    def _cycle(self, dirty: Dirty | None, names: list[str] | None = None) -> None:
         """One indexing run; on failure the paths wait for the next try."""
         names = names or sorted(dirty or {})
         try:

@@ -792,14 +792,15 @@ def serve(data: DataDir, host: str = "127.0.0.1", port: int = 8085, insecure: bo
         print(f"docdex: error: {exc}", file=sys.stderr)
         return 1
     boot = Boot()
+    reranker = load_config(data).settings.reranker
     embedder = load_embedder(data)
     boot.mark(f"model loaded: {embedder.info.id} ({embedder.info.dim} dims)")
-    holder = VersionHolder(data, load_snapshot(data, embedder))
+    holder = VersionHolder(data, load_snapshot(data, embedder, reranker))
     holder.refresh()
     served = holder.serving
     why = holder.stats().error
     boot.mark(f"version {served} loaded" if served else f"no version to serve yet: {why}")
-    docs = Docs(data, embedder, holder, started=boot.t0)
+    docs = Docs(data, embedder, holder, started=boot.t0, reranker=reranker)
     extra = [h for h in os.environ.get("DOCDEX_ALLOWED_HOSTS", "").split(",") if h.strip()]
     app = build_app(docs, host=host, token=token, extra_hosts=extra)
     url = f"http://{host if ':' not in host else f'[{host}]'}:{port}{MCP_PATH}"

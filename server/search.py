@@ -80,6 +80,7 @@ class SearchOptions(msgspec.Struct, frozen=True):
     prose: FusionWeights = FusionWeights(lexical=0.5, dense=1.0)
     lexical_query: FusionWeights = FusionWeights(lexical=1.0, dense=0.5)
     heading: float = 0.3  # weight of the query/section-heading overlap (weighted fusion)
+    literal: float = 0.5  # bonus when the chunk's raw text contains the query's identifiers
     rerank_depth: int = 30
     one_per_page: bool = False
     # low_confidence: best cosine below this and no strong lexical match
@@ -113,6 +114,7 @@ class QueryProfile:
     terms: list[str]  # analysed (en_stem) terms, each once
     ident: list[str]  # identifier_terms(text)
     identifier: bool  # some token looks like code, a path, a flag, a number with letters
+    literals: list[str]  # those identifier-like tokens, lower-cased, edge punctuation removed
     lexical: bool  # identifier-like or short: lean on BM25
 
 
@@ -185,23 +187,29 @@ def _analyzer() -> tantivy.TextAnalyzer:
     )
 
 
+# Code-like tokens: letters and digits mixed, camelCase, snake_case, dotted/path-like, flags
+# and sigils. A hyphen between letters (click-to-run) or an acronym (MSP, URLs) alone is
+# prose: such questions keep the prose weights.
 _IDENTIFIER_SHAPE = re.compile(
-    r"[A-Za-z][0-9]|[0-9][A-Za-z]|[a-z][A-Z]|\w[_./\\:@=-]+\w|^[-/$@#]{1,2}\w|[A-Z]{2,}"
+    r"[A-Za-z][0-9]|[0-9][A-Za-z]|[a-z][A-Z]|\w[_./\\:@=]+\w|^[-/$@#]{1,2}\w"
 )
 SHORT_QUERY_TERMS = 2
+_EDGE = "\"'`()[]{}<>,;!?*|“”‘’«»."
 
 
 def profile_query(text: str) -> QueryProfile:
     terms = list(dict.fromkeys(_analyzer().analyze(text)))
     ident = identifier_terms(text)
     tokens = text.split()
-    identifier_like = any(_IDENTIFIER_SHAPE.search(t) for t in tokens)
+    code = [t for t in tokens if _IDENTIFIER_SHAPE.search(t)]
+    literals = [x for x in (t.strip(_EDGE).lower() for t in code) if len(x) >= 3]
     return QueryProfile(
         text=text,
         terms=terms,
         ident=ident,
-        identifier=identifier_like,
-        lexical=identifier_like or len(tokens) <= SHORT_QUERY_TERMS,
+        identifier=bool(code),
+        literals=literals,
+        lexical=bool(code) or len(tokens) <= SHORT_QUERY_TERMS,
     )
 
 
@@ -349,6 +357,10 @@ def fuse(
     if options.heading and profile.terms and not profile.identifier:
         for c in candidates:
             c.score += options.heading * heading_overlap(snapshot, c, profile)
+    if options.literal and profile.literals:
+        for c in candidates:
+            if contains_literals(snapshot, c, profile.literals):
+                c.score += options.literal
 
 
 def rrf(candidates: list[Candidate], k: int = RRF_K) -> None:
@@ -365,6 +377,14 @@ def weighted(candidates: list[Candidate], weights: FusionWeights) -> None:
     for c in candidates:
         lexical = c.bm25 / top if top > 0 else 0.0
         c.score = weights.lexical * lexical + weights.dense * c.dense
+
+
+def contains_literals(snapshot: Snapshot, c: Candidate, literals: list[str]) -> bool:
+    """Whether the chunk's raw markdown contains every identifier of the query as typed
+    (case-insensitive): the identifier field splits `self.typeck_results()` into parts, the
+    raw text does not."""
+    text = snapshot.segments[c.segment].chunks[c.index].text.lower()
+    return all(lit in text for lit in literals)
 
 
 def heading_overlap(snapshot: Snapshot, c: Candidate, profile: QueryProfile) -> float:

@@ -188,6 +188,11 @@ def test_watch_follows_create_edit_delete_rename(tmp_path, ws, embedder):
         wait_until(lambda: page_paths(data) == {"faq.md", "manual/install.md"}, "a delete")
         assert found(data, embedder, "marmalade") == set()
 
+        ws.write(".gitignore", "manual/\n")  # new ignore rules: the whole tree is compared
+        wait_until(lambda: page_paths(data) == {"faq.md"}, "an ignored directory to leave")
+        os.unlink(ws.work / ".gitignore")
+        wait_until(lambda: "manual/install.md" in page_paths(data), "it to come back")
+
         ws.commit("commit the edits")  # a ref moves: pages are dated by the new commit
         wait_until(
             lambda: load_current(data).sources["docs"].commit == head(ws) + WORKTREE_SUFFIX,

@@ -1,0 +1,254 @@
+"""Query-side benchmarks on apm-docs: latency over MCP with and without rerank, HNSW against
+exact search, BM25 alone, cold start to first answer, and queries during version swaps."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import statistics
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from docdex.config import Config, Settings, SourceConfig, load_config, save_config
+from docdex.index_format.layout import DataDir
+from docdex.indexer.embedder import Embedder
+from docdex.indexer.pipeline import index_sources
+from docdex.server.search import bm25_top, profile_query
+from docdex.server.snapshot import Snapshot
+from docdex.serverproc import ServeProcess
+
+from .common import CACHE, SHARED, Figure, git, median, percentile, say, source_repo, write_results
+
+QUERIES = SHARED / "eval" / "apm.queries.jsonl"
+LATENCY_QUERIES = 150
+SWAP_VERSIONS = 10
+
+
+def apm_index() -> DataDir:
+    """apm-docs at its head, indexed once and kept in the bench cache."""
+    data = DataDir(CACHE / "data" / "apm")
+    bare = CACHE / "apm.git"
+    if not bare.exists():
+        git("clone", "-q", "--bare", str(source_repo("apm")), str(bare))
+    config = Config(sources=[SourceConfig(name="apm", location=str(bare))])
+    if not data.config.exists():
+        data.ensure()
+        save_config(data, config)
+    say("[queries] indexing apm-docs (reused when unchanged) ...")
+    index_sources(data, load_config(data))
+    return data
+
+
+def sample_queries(n: int) -> list[str]:
+    rows = [json.loads(line) for line in QUERIES.read_text().splitlines() if line.strip()]
+    handwritten = [r["query"] for r in rows if r["class"] == "handwritten"]
+    others = [r["query"] for r in rows if r["class"] != "handwritten"]
+    return handwritten + random.Random(7).sample(others, n - len(handwritten))
+
+
+async def _mcp_latencies(url: str, queries: list[str]) -> list[float]:
+    from mcp import Client
+
+    out = []
+    async with Client(url) as client:
+        for query in queries:
+            started = time.perf_counter()
+            result = await client.call_tool("search_docs", {"query": query, "num_results": 10})
+            out.append(time.perf_counter() - started)
+            if result.is_error:
+                raise RuntimeError(f"search_docs failed for {query!r}")
+    return out
+
+
+def mcp_latency(data: DataDir, reranker: str, queries: list[str], log: Path) -> dict:
+    config = load_config(data)
+    save_config(data, Config(settings=Settings(reranker=reranker), sources=config.sources))
+    with ServeProcess(data.root, log) as server:
+        cold = server.wait_ready()
+        server.wait_serving()
+        first = _first_answer(server)
+        times = asyncio.run(_mcp_latencies(server.mcp_url, queries))
+        rss = server.rss_mb()
+    return {"cold_ready_s": cold, "first_answer_s": first, "latencies": times, "rss_mb": rss}
+
+
+def _first_answer(server: ServeProcess) -> float:
+    server.call_tool("search_docs", {"query": "install the agent", "num_results": 3})
+    return time.monotonic() - server.started
+
+
+def hnsw_against_exact(data: DataDir, queries: list[str]) -> dict:
+    """Window-level recall@10 of HNSW against exact cosine search, and their speeds."""
+    embedder = Embedder.load()
+    snapshot = Snapshot.load(data, embedder=embedder)
+    [segment] = [s for s in snapshot.segments if s.hnsw is not None][:1] or [None]
+    vectors = np.asarray(segment.segment.vectors, dtype=np.float32)
+    qvecs = np.stack([embedder.embed_query(q) for q in queries])
+    recalls, hnsw_s, exact_s = [], [], []
+    for q in qvecs:
+        started = time.perf_counter()
+        labels, _ = segment.hnsw.knn_query(q, k=10)
+        hnsw_s.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        exact = np.argpartition(-(vectors @ q), 10)[:10]
+        exact_s.append(time.perf_counter() - started)
+        recalls.append(len(set(labels[0].tolist()) & set(exact.tolist())) / 10)
+    bm25_s = []
+    for query in queries:
+        profile = profile_query(query)
+        started = time.perf_counter()
+        bm25_top(snapshot, profile, "", "")
+        bm25_s.append(time.perf_counter() - started)
+    snapshot.close()
+    return {
+        "windows": len(vectors),
+        "recall": statistics.mean(recalls),
+        "hnsw_s": hnsw_s,
+        "exact_s": exact_s,
+        "bm25_s": bm25_s,
+    }
+
+
+def swap_under_load(data: DataDir, log: Path) -> dict:
+    """A steady query load first alone, then while SWAP_VERSIONS versions are published."""
+    work = CACHE / "apm-swap-work"
+    bare = Path(load_config(data).sources[0].location)
+    if not work.exists():
+        git("clone", "-q", str(bare), str(work))
+    embedder = Embedder.load()
+    with ServeProcess(data.root, log) as server:
+        server.wait_serving()
+        steady = _load(server, lambda: time.sleep(8))
+        swapping = _load(server, lambda: _publish_versions(data, work, embedder))
+    return {"steady": steady, "swapping": swapping}
+
+
+def _load(server: ServeProcess, during) -> dict:
+    latencies: list[float] = []
+    failures: list[str] = []
+    versions: set[int] = set()
+    stop = threading.Event()
+
+    def client() -> None:
+        while not stop.is_set():
+            started = time.perf_counter()
+            status, body = server.get("/api/search", {"q": "enrollment status page", "n": 5})
+            latencies.append(time.perf_counter() - started)
+            if status != 200 or not body:
+                failures.append(f"{status}: {body}")
+            else:
+                versions.add(body["index_version"])
+
+    thread = threading.Thread(target=client)
+    thread.start()
+    during()
+    stop.set()
+    thread.join()
+    return {"latencies": latencies, "failures": failures, "versions": sorted(versions)}
+
+
+def _publish_versions(data: DataDir, work: Path, embedder: Embedder) -> None:
+    page = work / "README.md"
+    for i in range(SWAP_VERSIONS):
+        page.write_text(page.read_text() + f"\n\nSwap marker {i} {time.time_ns()}.\n")
+        git("commit", "-q", "-am", f"swap {i}", cwd=work)
+        git("push", "-q", "origin", "HEAD", cwd=work)
+        index_sources(data, load_config(data), embedder=embedder)
+
+
+def bench_queries() -> list[Figure]:
+    data = apm_index()
+    queries = sample_queries(LATENCY_QUERIES)
+    logs = CACHE / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    say("[queries] MCP latency without rerank, then with ...")
+    plain = mcp_latency(data, "none", queries, logs / "serve-none.log")
+    reranked = mcp_latency(data, "default", queries, logs / "serve-default.log")
+    say("[queries] HNSW against exact search, BM25 alone ...")
+    ann = hnsw_against_exact(data, queries)
+    say("[queries] swaps under load ...")
+    swap = swap_under_load(data, logs / "serve-swap.log")
+    figures = _figures(plain, reranked, ann, swap)
+    write_results(
+        "queries",
+        figures,
+        {
+            "plain": plain,
+            "reranked": reranked,
+            "ann": ann,
+            "swap": {k: {**v, "latencies": v["latencies"][:2000]} for k, v in swap.items()},
+        },
+    )
+    return figures
+
+
+def _ms(values: list[float], share: float | None = None) -> float:
+    value = median(values) if share is None else percentile(values, share)
+    return round(value * 1000, 2)
+
+
+def _figures(plain: dict, reranked: dict, ann: dict, swap: dict) -> list[Figure]:
+    p50, p50r = _ms(plain["latencies"]), _ms(reranked["latencies"])
+    exact, hnsw = _ms(ann["exact_s"]), _ms(ann["hnsw_s"])
+    steady99 = _ms(swap["steady"]["latencies"], 0.99)
+    swap99 = _ms(swap["swapping"]["latencies"], 0.99)
+    failed = len(swap["swapping"]["failures"]) + len(swap["steady"]["failures"])
+    q = "queries apm (MCP)"
+    return [
+        Figure(q, "p50 search_docs, no rerank", p50, "ms", "<= 20", p50 <= 20),
+        Figure(q, "p95 search_docs, no rerank", _ms(plain["latencies"], 0.95), "ms"),
+        Figure(q, "p50 search_docs, rerank", p50r, "ms", "<= 50", p50r <= 50),
+        Figure(q, "p95 search_docs, rerank", _ms(reranked["latencies"], 0.95), "ms"),
+        Figure(
+            q,
+            "cold start to first answer",
+            round(plain["first_answer_s"], 2),
+            "s",
+            "<= 1",
+            plain["first_answer_s"] <= 1,
+        ),
+        Figure(q, "server RSS (apm)", round(reranked["rss_mb"], 1), "MB"),
+        Figure(
+            "dense apm",
+            f"HNSW recall@10 vs exact ({ann['windows']} windows)",
+            round(ann["recall"], 4),
+            "",
+            ">= 0.98",
+            ann["recall"] >= 0.98,
+        ),
+        Figure("dense apm", "exact / HNSW time per query", round(exact / max(hnsw, 1e-6), 2), "x"),
+        Figure("dense apm", "HNSW p50", hnsw, "ms"),
+        Figure("bm25 apm", "BM25 alone p50", _ms(ann["bm25_s"]), "ms"),
+        Figure("swap apm", "failed requests during swaps", failed, "", "== 0", failed == 0),
+        Figure(
+            "swap apm", "p99 during swaps / steady", round(swap99 / max(steady99, 1e-6), 2), "x"
+        ),
+        Figure("swap apm", "versions seen under load", len(swap["swapping"]["versions"]), ""),
+    ]
+
+
+def bench_serving_powershell() -> list[Figure]:
+    """Server RSS while serving PowerShell-Docs (the index `index-powershell` left)."""
+    data = CACHE / "index" / "powershell" / "data"
+    if not (data / "CURRENT").exists():
+        raise SystemExit("run `just bench index-powershell` first: it builds the index served here")
+    queries = sample_queries(50)
+    logs = CACHE / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with ServeProcess(data, logs / "serve-powershell.log") as server:
+        server.wait_serving(timeout=300)
+        first = _first_answer(server)
+        latencies = asyncio.run(_mcp_latencies(server.mcp_url, queries))
+        rss = server.rss_mb()
+    name = "serving powershell"
+    figures = [
+        Figure(name, "server RSS after 50 queries", round(rss, 1), "MB", "<= 400", rss <= 400),
+        Figure(name, "cold start to first answer", round(first, 2), "s"),
+        Figure(name, "p50 search_docs (MCP)", _ms(latencies), "ms"),
+    ]
+    write_results("serve-powershell", figures, {"rss_mb": rss, "latencies": latencies})
+    return figures
