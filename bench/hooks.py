@@ -7,17 +7,11 @@ the hook does, and push-to-searchable is dominated by one indexing cycle's fixed
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
 from docdex.demo import shipped_docs
@@ -26,6 +20,7 @@ from docdex.index_format.layout import DataDir
 from docdex.indexer.queue import pending_requests
 from docdex.indexer.worker import worker_pid
 from docdex.server import metrics
+from docdex.serverproc import ServeProcess
 
 from .common import Figure, median, percentile, say, write_results
 
@@ -100,34 +95,20 @@ def _push_overhead(root: Path, data: DataDir) -> tuple[list[Figure], dict]:
 
 def _push_to_searchable(root: Path, data: DataDir) -> tuple[list[Figure], dict]:
     work = root / "hooked" / "work"
-    port = _free_port()
-    log = root / "serve.log"
     say(f"[hooks] push-to-searchable over {SEARCHABLE_PUSHES} pushes through `docdex serve` ...")
-    with open(log, "wb") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "docdex.cli", "--data", str(data.root), "serve"]
-            + ["--port", str(port)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    base = f"http://127.0.0.1:{port}"
     seconds, cycles = [], []
-    try:
-        _wait(lambda: _get(f"{base}/health") is not None, 180, "the server")
+    with ServeProcess(data.root, root / "serve.log", worker=True) as server:
+        server.wait_ready(180)
         for n in range(SEARCHABLE_PUSHES):
             token = f"zqbench{n}x{os.getpid()}"
             _commit(work, f"bench/page{n}.md", f"# Bench page {n}\n\nThe token {token} here.\n")
             started = time.perf_counter()
             _push(work)
-            _wait(lambda t=token: _found(base, t), 300, f"token {token}")
+            _wait(lambda t=token: _found(server, t), 300, f"token {token}")
             seconds.append(time.perf_counter() - started)
             _wait_idle(data)
             ingestion = metrics.read_last_ingestion(data)
             cycles.append(ingestion.duration_s if ingestion else float("nan"))
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     name = "push to searchable"
     figures = [
         Figure(name, f"median (n={SEARCHABLE_PUSHES})", round(median(seconds), 2), "s"),
@@ -188,25 +169,9 @@ def _wait(predicate, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def _get(url: str) -> dict | None:
-    try:
-        with urllib.request.urlopen(url, timeout=10) as reply:
-            return json.loads(reply.read())
-    except urllib.error.HTTPError as err:
-        return json.loads(err.read())
-    except (OSError, ValueError):
-        return None
-
-
-def _found(base: str, token: str) -> bool:
-    answer = _get(f"{base}/api/search?" + urllib.parse.urlencode({"q": token, "n": 3})) or {}
+def _found(server: ServeProcess, token: str) -> bool:
+    answer = server.get("/api/search", {"q": token, "n": 3})[1] or {}
     return any(token in hit["text"] for hit in answer.get("results", []))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _stop_worker(data: DataDir) -> None:

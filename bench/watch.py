@@ -13,17 +13,15 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
-import httpx2
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
+
+from docdex.serverproc import ServeProcess, mcp_client
 
 from .common import Figure, git, median, percentile, say, source_repo, write_results
 
@@ -31,6 +29,7 @@ EDITS = 15
 TARGET_MEDIAN_S = 2.0
 TIMEOUT_S = 60.0
 POLL_S = 0.02
+JSON_LOGS = {"DOCDEX_LOG_FORMAT": "json"}
 
 
 def bench_watch_latency(corpus: str = "apm", edits: int = EDITS) -> list[Figure]:
@@ -43,12 +42,9 @@ def bench_watch_latency(corpus: str = "apm", edits: int = EDITS) -> list[Figure]
         pages = sorted(checkout.rglob("*.md"))[:5]
         with _process(data, work / "watch.log", "watch", corpus) as watcher:
             _wait_for_worktree_index(data, corpus, watcher)
-            port = _free_port()
-            with _process(
-                data, work / "serve.log", "serve", "--port", str(port), "--no-worker"
-            ) as server:
-                _wait_for_server(port, server)
-                latencies = asyncio.run(_measure(port, pages, edits))
+            with ServeProcess(data, work / "serve.log", env=JSON_LOGS) as server:
+                server.wait_serving(120)
+                latencies = asyncio.run(_measure(server.mcp_url, pages, edits))
         cycles = _cycle_times(work / "watch.log")[1:]  # the first is the initial index
     figures = _figures(corpus, latencies, cycles)
     details = {
@@ -90,12 +86,9 @@ def _figures(corpus: str, latencies: list[float], cycles: list[float]) -> list[F
     ]
 
 
-async def _measure(port: int, pages: list[Path], edits: int) -> list[float]:
-    transport = streamable_http_client(
-        f"http://127.0.0.1:{port}/mcp", http_client=httpx2.AsyncClient(timeout=60)
-    )
+async def _measure(mcp_url: str, pages: list[Path], edits: int) -> list[float]:
     latencies = []
-    async with Client(transport) as client:
+    async with mcp_client(mcp_url) as client:
         for n in range(edits):
             word = f"zq{secrets.token_hex(4)}x{n}"
             page = pages[n % len(pages)]
@@ -137,7 +130,7 @@ def _process(data: Path, log: Path, *args: str):
             [sys.executable, "-m", "docdex.cli", "--data", str(data), *args],
             stdout=out,
             stderr=subprocess.STDOUT,
-            env={**os.environ, "DOCDEX_LOG_FORMAT": "json"},
+            env={**os.environ, **JSON_LOGS},
         )
     try:
         yield proc
@@ -163,25 +156,6 @@ def _wait_for_worktree_index(data: Path, source: str, proc: subprocess.Popen) ->
                 return
         time.sleep(0.2)
     raise RuntimeError("the initial working-tree index did not appear")
-
-
-def _wait_for_server(port: int, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"docdex serve exited with status {proc.returncode}")
-        url = f"http://127.0.0.1:{port}/health"
-        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=5) as reply:
-            if json.loads(reply.read()).get("index_version"):
-                return
-        time.sleep(0.2)
-    raise RuntimeError("docdex serve did not come up")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 if __name__ == "__main__":

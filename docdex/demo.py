@@ -9,25 +9,22 @@ worker index it; one real MCP `search_docs` call shows the hits. Then it serves 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from importlib import resources
 from pathlib import Path
 
 from docdex.hooks.install import install_hook
 from docdex.index_format.layout import DataDir
 from docdex.indexer.worker import worker_pid
+from docdex.serverproc import ServeProcess, ServerFailed
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = "docdex-docs"
@@ -59,14 +56,14 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started ignoring it
     tmp = Path(tempfile.mkdtemp(prefix="docdex-demo-"))
     data = DataDir(tmp / "data")
-    started: list[subprocess.Popen] = []
+    started: list[ServeProcess] = []
     try:
         url = _run(tmp, data, started)
         if not exit_after:
             say(f"serving at {url} until Ctrl-C (server log: {tmp / 'serve.log'})")
-            started[0].wait()
+            started[0].proc.wait()
         return 0
-    except DemoError as exc:
+    except (DemoError, ServerFailed) as exc:
         print(f"docdex demo: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -77,25 +74,23 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _run(tmp: Path, data: DataDir, started: list[subprocess.Popen]) -> str:
+def _run(tmp: Path, data: DataDir, started: list[ServeProcess]) -> str:
     work, bare = tmp / "work", tmp / "docs.git"
     count = _make_repo(work, bare)
     say(f"made a bare repository with {count} markdown files that ship with docdex")
     install_hook(data, bare, SOURCE)
     say(f"installed the post-receive hook in {bare} (source {SOURCE})")
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    say(f"starting `docdex serve` on {base} with its indexing worker…")
-    server = _start_server(data, port, tmp / "serve.log")
+    server = ServeProcess(data.root, tmp / "serve.log", worker=True)
     started.append(server)
-    _wait_ready(server, base, tmp / "serve.log")
+    say(f"starting `docdex serve` on {server.url} with its indexing worker…")
+    server.wait_ready(READY_TIMEOUT_S)
     say("pushing…")
     for line in _push(work):
         say(f"  {line}")
-    _wait_searchable(server, base, tmp / "serve.log")
-    _search(f"{base}/mcp")
-    _print_connection(f"{base}/mcp")
-    return f"{base}/mcp"
+    _wait_searchable(server)
+    _search(server)
+    _print_connection(server.mcp_url)
+    return server.mcp_url
 
 
 # --- the repository ------------------------------------------------------------------------
@@ -142,52 +137,15 @@ def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
 # --- the server ----------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start_server(data: DataDir, port: int, log: Path) -> subprocess.Popen:
-    command = [sys.executable, "-m", "docdex.cli", "--data", str(data.root), "serve"]
-    with open(log, "wb") as out:
-        return subprocess.Popen(
-            [*command, "--host", "127.0.0.1", "--port", str(port)],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: we stop it and its worker as one
-        )
-
-
-def _health(base: str) -> dict | None:
-    try:
-        with urllib.request.urlopen(f"{base}/health", timeout=10) as reply:
-            return json.loads(reply.read())
-    except urllib.error.HTTPError as err:  # 503 until a version is served: still an answer
-        return json.loads(err.read())
-    except (OSError, ValueError):
-        return None
-
-
-def _wait_ready(server: subprocess.Popen, base: str, log: Path) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while _health(base) is None:
-        _check_alive(server, log)
-        if time.monotonic() > deadline:
-            raise DemoError(f"the server did not answer within {READY_TIMEOUT_S} s{_tail(log)}")
-        time.sleep(0.2)
-
-
-def _wait_searchable(server: subprocess.Popen, base: str, log: Path) -> None:
+def _wait_searchable(server: ServeProcess) -> None:
     started = time.monotonic()
     shown = None
     while True:
-        _check_alive(server, log)
-        health = _health(base) or {}
+        server.check_alive()
+        health = server.health() or {}
         failure = health.get("last_ingestion_failure")
         if failure:
-            raise DemoError(f"indexing failed: {failure.get('error')}{_tail(log)}")
+            raise DemoError(f"indexing failed: {failure.get('error')}{server.tail()}")
         chunks = health.get("total_chunks") or 0
         if health.get("index_version") and chunks:
             took = time.monotonic() - started
@@ -198,33 +156,16 @@ def _wait_searchable(server: subprocess.Popen, base: str, log: Path) -> None:
             say(line)
             shown = line
         if time.monotonic() - started > INDEX_TIMEOUT_S:
-            raise DemoError(f"nothing searchable after {INDEX_TIMEOUT_S} s{_tail(log)}")
+            raise DemoError(f"nothing searchable after {INDEX_TIMEOUT_S} s{server.tail()}")
         time.sleep(0.3)
 
 
-def _check_alive(server: subprocess.Popen, log: Path) -> None:
-    if server.poll() is not None:
-        raise DemoError(f"the server exited with status {server.returncode}{_tail(log)}")
-
-
-def _tail(log: Path, lines: int = 15) -> str:
-    with contextlib.suppress(OSError):
-        return "; server log:\n" + "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-    return ""
-
-
-def _stop(server: subprocess.Popen | None, data: DataDir) -> None:
-    if server is not None and server.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+def _stop(server: ServeProcess | None, data: DataDir) -> None:
+    """The server and its worker, then a worker the hook started before serve's, if any."""
+    if server is not None:
+        server.stop()
     pid = worker_pid(data) if data.state.is_dir() else None
-    if pid is not None and pid != os.getpid():  # a worker the hook started before serve's
+    if pid is not None and pid != os.getpid():
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
 
@@ -232,14 +173,8 @@ def _stop(server: subprocess.Popen | None, data: DataDir) -> None:
 # --- the search ----------------------------------------------------------------------------
 
 
-def _search(mcp_url: str) -> None:
-    from mcp import Client
-
-    async def call():
-        async with Client(mcp_url) as client:
-            return await client.call_tool("search_docs", {"query": QUERY, "num_results": 5})
-
-    result = asyncio.run(call())
+def _search(server: ServeProcess) -> None:
+    result = server.call_tool("search_docs", {"query": QUERY, "num_results": 5})
     if result.is_error:
         raise DemoError(f"search_docs failed: {result.content[0].text}")
     hits = result.structured_content["results"]

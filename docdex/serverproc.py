@@ -43,26 +43,14 @@ class ServeProcess:
         host: str = "127.0.0.1",
         port: int | None = None,
         extra_args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
     ) -> None:
+        """`worker`: run the indexing worker beside it; `env`: extra environment variables."""
         self.data, self.log, self.host = Path(data), Path(log), host
         self.port = port or free_port()
         self.token = token
-        env = {k: v for k, v in os.environ.items() if k != "DOCDEX_TOKEN"}
-        if token:
-            env["DOCDEX_TOKEN"] = token
-        command = [
-            sys.executable,
-            "-m",
-            "docdex.cli",
-            "--data",
-            str(self.data),
-            "serve",
-            "--host",
-            host,
-            "--port",
-            str(self.port),
-            *extra_args,
-        ]
+        command = [sys.executable, "-m", "docdex.cli", "--data", str(self.data), "serve"]
+        command += ["--host", host, "--port", str(self.port), *extra_args]
         if not worker:
             command.append("--no-worker")
         self.started = time.monotonic()
@@ -72,9 +60,17 @@ class ServeProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                env=env,
+                env=self._environment(env),
                 start_new_session=True,  # stop it and its worker as one group
             )
+
+    def _environment(self, extra: dict[str, str] | None) -> dict[str, str]:
+        """Ours, with `extra`, and DOCDEX_TOKEN only when this server has a token."""
+        environment = {k: v for k, v in os.environ.items() if k != "DOCDEX_TOKEN"}
+        environment.update(extra or {})
+        if self.token:
+            environment["DOCDEX_TOKEN"] = self.token
+        return environment
 
     @property
     def url(self) -> str:
@@ -119,9 +115,13 @@ class ServeProcess:
 
     # --- MCP -------------------------------------------------------------------------------
 
-    def call_tool(self, name: str, arguments: dict[str, Any]):
+    def call_tool(self, name: str, arguments: dict[str, Any] | None = None):
         """One MCP tool call with the real client; returns its CallToolResult."""
-        return asyncio.run(call_tool(self.mcp_url, name, arguments))
+        return call_tool(self.mcp_url, name, arguments, self.token)
+
+    def call_tools(self, calls: list[tuple[str, dict[str, Any]]]) -> list:
+        """Each (tool, arguments) over one MCP session; the CallToolResults in order."""
+        return call_tools(self.mcp_url, calls, self.token)
 
     # --- life cycle ------------------------------------------------------------------------
 
@@ -131,7 +131,7 @@ class ServeProcess:
         while self.health() is None:
             self.check_alive()
             if time.monotonic() > deadline:
-                raise ServerFailed(f"no answer within {timeout} s{self.tail()}")
+                raise ServerFailed(f"the server did not answer within {timeout} s{self.tail()}")
             time.sleep(0.05)
         return time.monotonic() - self.started
 
@@ -145,38 +145,71 @@ class ServeProcess:
             if served and served >= (version or 1):
                 return health
             if time.monotonic() > deadline:
-                raise ServerFailed(f"no version served within {timeout} s{self.tail()}")
+                raise ServerFailed(f"the server served no version within {timeout} s{self.tail()}")
             time.sleep(0.1)
 
     def check_alive(self) -> None:
         if self.proc.poll() is not None:
             raise ServerFailed(f"the server exited with status {self.proc.returncode}{self.tail()}")
 
-    def tail(self, lines: int = 15) -> str:
+    def output(self) -> str:
+        """What the server has logged so far."""
         with contextlib.suppress(OSError):
-            text = self.log.read_text(errors="replace").splitlines()[-lines:]
-            return "; server log:\n" + "\n".join(text)
+            return self.log.read_text(errors="replace")
         return ""
+
+    def tail(self, lines: int = 15) -> str:
+        text = self.output().splitlines()[-lines:]
+        return "; server log:\n" + "\n".join(text) if text else ""
 
     def rss_mb(self) -> float:
         """Resident memory of the server process itself (not its worker)."""
         status = Path(f"/proc/{self.proc.pid}/status").read_text()
         return int(status.split("VmRSS:")[1].split()[0]) / 1024
 
-    def stop(self) -> None:
+    def stop(self, group: bool = True) -> None:
+        """SIGTERM (SIGKILL after 20 s) to the server and its worker; with group=False to
+        the server alone, for a test that checks the server stops its worker itself."""
+        kill = os.killpg if group else os.kill
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
+                kill(self.proc.pid, signal.SIGTERM)
             try:
                 self.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
+                    kill(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
 
 
-async def call_tool(mcp_url: str, name: str, arguments: dict[str, Any]):
-    from mcp import Client
+# --- MCP clients -------------------------------------------------------------------------------
 
-    async with Client(mcp_url) as client:
-        return await client.call_tool(name, arguments)
+
+def mcp_client(mcp_url: str, token: str | None = None):
+    """A real MCP client (streamable HTTP), sending the bearer token when there is one."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    http_client = httpx2.AsyncClient(headers=headers, timeout=60)
+    return Client(streamable_http_client(mcp_url, http_client=http_client))
+
+
+def call_tools(
+    mcp_url: str, calls: list[tuple[str, dict[str, Any]]], token: str | None = None
+) -> list:
+    """Each (tool, arguments) over one MCP session; the CallToolResults in order."""
+
+    async def run() -> list:
+        async with mcp_client(mcp_url, token) as client:
+            return [await client.call_tool(name, arguments) for name, arguments in calls]
+
+    return asyncio.run(run())
+
+
+def call_tool(
+    mcp_url: str, name: str, arguments: dict[str, Any] | None = None, token: str | None = None
+):
+    """One MCP tool call; its CallToolResult."""
+    return call_tools(mcp_url, [(name, arguments or {})], token)[0]

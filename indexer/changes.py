@@ -133,7 +133,7 @@ def _indexed_diff(
     repo: Repo, head: str, source: SourceConfig, old_pages: dict[str, PageRecord]
 ) -> list[Change]:
     current = gitsource.list_files(repo, head, source.include, source.exclude)
-    return gitsource._diff_against_indexed({p.path: p.blob for p in old_pages.values()}, current)
+    return gitsource.diff_against_indexed({p.path: p.blob for p in old_pages.values()}, current)
 
 
 # --- a working tree ------------------------------------------------------------------------
@@ -237,7 +237,7 @@ def _indexed_blobs(base: SourceState, old_pages: dict[str, PageRecord]) -> dict[
 
 
 def _blob_diff(indexed: dict[str, str], current: dict[str, WorktreeFile]) -> list[Change]:
-    return gitsource._diff_against_indexed(indexed, _entries(current))
+    return gitsource.diff_against_indexed(indexed, _entries(current))
 
 
 def _without_same_problems(

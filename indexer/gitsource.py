@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Literal
 
 import msgspec
-from docdex.index_format.model import FileProblem
 from dulwich.diff_tree import (
     CHANGE_COPY,
     CHANGE_RENAME,
@@ -33,6 +32,8 @@ from dulwich.errors import NotGitRepository
 from dulwich.objects import Blob, Commit, ObjectID, Tree, TreeEntry, parse_tree
 from dulwich.refs import Ref, check_ref_format
 from dulwich.repo import Repo
+
+from docdex.index_format.model import FileProblem
 
 SourceKind = Literal["bare", "checkout", "remote"]
 ChangeKind = Literal["add", "modify", "delete", "rename"]
@@ -382,7 +383,7 @@ def diff_commits(
         else:
             return _coalesce_type_changes(_changes_in_globs(raw, include, exclude))
     current = list_files(repo, new_commit, include, exclude)
-    return _diff_against_indexed(indexed or {}, current)
+    return diff_against_indexed(indexed or {}, current)
 
 
 def _added(entry: FileEntry) -> Change:
@@ -451,7 +452,7 @@ def _coalesce_type_changes(changes: list[Change]) -> list[Change]:
     return sorted(result, key=lambda c: (c.path, c.kind))
 
 
-def _diff_against_indexed(indexed: dict[str, str], current: dict[str, FileEntry]) -> list[Change]:
+def diff_against_indexed(indexed: dict[str, str], current: dict[str, FileEntry]) -> list[Change]:
     deleted = sorted(path for path in indexed if path not in current)
     added = sorted(path for path in current if path not in indexed)
     deleted_by_blob: dict[str, deque[str]] = defaultdict(deque)

@@ -256,26 +256,23 @@ def _failed_state(source: SourceConfig, previous: SourceState | None, error: str
     """A failed source keeps serving what it had; the error is reported beside it."""
     if previous:
         return msgspec.structs.replace(previous, last_error=error)
+    return _new_state(source, source.branch, config_hash="", commit="", last_error=error)
+
+
+def _new_state(source: SourceConfig, branch: str, **fields) -> SourceState:
+    """A source's state before publishing fills in its page table and counts."""
+    try:
+        kind = gitsource.source_kind(source.location)
+    except gitsource.GitSourceError:
+        kind = "unknown"
+    defaults = {"indexed_at": _now(), "pages_file": "", "files": 0, "chunks": 0}
     return SourceState(
         name=source.name,
         location=source.location,
-        kind=_kind(source),
-        branch=source.branch,
-        config_hash="",
-        commit="",
-        indexed_at=_now(),
-        pages_file="",
-        files=0,
-        chunks=0,
-        last_error=error,
+        kind=kind,
+        branch=branch,
+        **{**defaults, **fields},
     )
-
-
-def _kind(source: SourceConfig) -> str:
-    try:
-        return gitsource.source_kind(source.location)
-    except gitsource.GitSourceError:
-        return "unknown"
 
 
 def _index_repo(run, source, repo, previous, rebuild, report) -> None:
@@ -301,17 +298,11 @@ def _index_repo(run, source, repo, previous, rebuild, report) -> None:
             run.states[source.name] = msgspec.structs.replace(previous, last_error="")
         return
     _apply(run, source, found, old_pages, report)
-    run.states[source.name] = SourceState(
-        name=source.name,
-        location=source.location,
-        kind=gitsource.source_kind(source.location),
-        branch=found.branch,
+    run.states[source.name] = _new_state(
+        source,
+        found.branch,
         config_hash=config_hash,
         commit=found.commit,
-        indexed_at=_now(),
-        pages_file="",  # set at publish time
-        files=0,
-        chunks=0,
         problems=_carry_problems(base, found.changes, report.problems),
     )
 
@@ -421,18 +412,8 @@ def _remove_all(run, source, branch, old_pages, report, config_hash) -> None:
     report.status = "branch-deleted"
     report.deleted = len(old_pages)
     report.error = f"branch {branch!r} no longer exists in {source.location}"
-    run.states[source.name] = SourceState(
-        name=source.name,
-        location=source.location,
-        kind=gitsource.source_kind(source.location),
-        branch=branch,
-        config_hash=config_hash,
-        commit="",
-        indexed_at=_now(),
-        pages_file="",
-        files=0,
-        chunks=0,
-        last_error=report.error,
+    run.states[source.name] = _new_state(
+        source, branch, config_hash=config_hash, commit="", last_error=report.error
     )
 
 

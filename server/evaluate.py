@@ -42,7 +42,7 @@ class Query(msgspec.Struct, frozen=True):
     cls: str = msgspec.field(default="", name="class")
 
 
-class QueryOutcome(msgspec.Struct):
+class QueryOutcome(msgspec.Struct, rename={"cls": "class"}):
     id: str
     cls: str
     query: str
@@ -55,7 +55,7 @@ class QueryOutcome(msgspec.Struct):
     hits: list[dict[str, Any]]
 
 
-class ClassMetrics(msgspec.Struct):
+class ClassMetrics(msgspec.Struct, rename={"cls": "class"}):
     cls: str
     queries: int
     level: str  # "literal" | "section" | "page" | "flag"

@@ -30,6 +30,7 @@ TOKOFFSETS_FILE = "tokoffsets.npy"
 TOKPROJ_FILE = "tokproj.npy"
 TOKEN_FILES = (TOKVECS_FILE, TOKSCALE_FILE, TOKIDS_FILE, TOKOFFSETS_FILE, TOKPROJ_FILE)
 
+FIT_TOKENS = 100_000  # tokens the PCA basis is fitted on (77 MB of float16 at most)
 TOKEN_DIM = 64  # projected dimension (docs/retrieval.md: 384 -> 64 costs < 1.5 points)
 
 
@@ -127,29 +128,79 @@ def _tokens_per_text(windows, owner, rows, n_texts: int, overlap: int):
 
 
 def _drop_skipped(vecs: np.ndarray, ids: np.ndarray, skip: np.ndarray):
+    """Keep content tokens, as float16 unit rows (half the memory until they are packed)."""
     if not len(ids):
-        return vecs, ids
+        return vecs.astype(np.float16), ids
     keep = ~skip[np.minimum(ids, len(skip) - 1)]
-    return _unit(vecs[keep]), ids[keep]
+    return _unit(vecs[keep]).astype(np.float16), ids[keep]
+
+
+class TokenPacker:
+    """Packs a segment's chunks' token vectors in bounded memory: the PCA basis is fitted on
+    the first `fit_tokens` tokens (kept as float16 until then); every later chunk is
+    projected and quantised as it is added. Add chunks in segment order."""
+
+    def __init__(self, dim: int, token_dim: int = TOKEN_DIM, fit_tokens: int = FIT_TOKENS):
+        self.dim, self.token_dim, self.fit_tokens = dim, token_dim, fit_tokens
+        self.projection: np.ndarray | None = None
+        self.pending: list[np.ndarray] = []  # float16 rows awaiting the basis
+        self.pending_rows = 0
+        self.blocks: list[tuple[np.ndarray, np.ndarray]] = []  # (int8, scales) packed
+        self.ids: list[np.ndarray] = []
+        self.counts: list[int] = []
+
+    def add(self, vectors: np.ndarray, ids: np.ndarray) -> None:
+        """One chunk: (n, dim) unit token vectors and their (n,) WordPiece ids."""
+        n = len(ids)
+        self.counts.append(n)
+        self.ids.append(np.asarray(ids, dtype=np.uint16))
+        if not n:
+            return
+        if self.projection is not None:
+            self.blocks.append(quantise(np.asarray(vectors, np.float32) @ self.projection))
+            return
+        self.pending.append(np.asarray(vectors, dtype=np.float16))
+        self.pending_rows += n
+        if self.pending_rows >= self.fit_tokens:
+            self._fit()
+
+    def _fit(self) -> None:
+        stacked = (
+            np.concatenate(self.pending).astype(np.float32)
+            if self.pending
+            else np.zeros((0, self.dim), np.float32)
+        )
+        self.projection = pca_basis(stacked, self.token_dim, self.dim)
+        if len(stacked):
+            self.blocks.append(quantise(stacked @ self.projection))
+        self.pending, self.pending_rows = [], 0
+
+    def finish(self) -> TokenArrays:
+        if self.projection is None:
+            self._fit()
+        offsets = np.zeros(len(self.counts) + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum(self.counts)
+        d = self.projection.shape[1]
+        vectors = (
+            np.concatenate([b[0] for b in self.blocks])
+            if self.blocks
+            else np.zeros((0, d), np.int8)
+        )
+        scales = (
+            np.concatenate([b[1] for b in self.blocks]) if self.blocks else np.zeros(0, np.float16)
+        )
+        ids = np.concatenate(self.ids) if self.ids else np.zeros(0, np.uint16)
+        return TokenArrays(vectors, scales, ids, offsets, self.projection)
 
 
 def token_arrays(
     per_chunk: list[tuple[np.ndarray, np.ndarray]], dim: int, token_dim: int = TOKEN_DIM
 ) -> TokenArrays:
-    """Project (PCA fitted here), quantise and pack per-chunk token vectors of one segment."""
-    counts = [len(ids) for _, ids in per_chunk]
-    offsets = np.zeros(len(per_chunk) + 1, dtype=np.int64)
-    offsets[1:] = np.cumsum(counts)
-    full = [v for v, ids in per_chunk if len(ids)]
-    stacked = np.concatenate(full).astype(np.float32) if full else np.zeros((0, dim), np.float32)
-    ids = (
-        np.concatenate([i for _, i in per_chunk if len(i)]).astype(np.uint16)
-        if full
-        else np.zeros(0, np.uint16)
-    )
-    projection = pca_basis(stacked, token_dim, dim)
-    vectors, scales = quantise(stacked @ projection)
-    return TokenArrays(vectors, scales, ids, offsets, projection)
+    """Project (PCA basis fitted here), quantise and pack per-chunk token vectors."""
+    packer = TokenPacker(dim, token_dim)
+    for vectors, ids in per_chunk:
+        packer.add(vectors, ids)
+    return packer.finish()
 
 
 def token_vector_arrays(
@@ -187,16 +238,21 @@ def reproject(arrays: TokenArrays, index: int, projection: np.ndarray) -> np.nda
     return arrays.dequantised(index) @ arrays.projection.T @ projection
 
 
+def chunk_tokens(arrays: TokenArrays, index: int) -> tuple[np.ndarray, np.ndarray]:
+    """Chunk `index`'s token vectors back in model space (float32 (n, dim)) and its ids: what
+    `TokenPacker.add` takes when a chunk moves to a new segment without a model run."""
+    rows = arrays.chunk_rows(index)
+    return arrays.dequantised(index) @ arrays.projection.T, np.asarray(arrays.ids[rows])
+
+
 def concat_chunks(
     parts: list[tuple[TokenArrays, int]], dim: int, token_dim: int = TOKEN_DIM
 ) -> TokenArrays:
-    """Token arrays of a new segment made of existing chunks (compaction, renames): rows are
-    brought back to model space, then packed with a new basis."""
-    per_chunk = []
+    """Token arrays of a new segment made of existing chunks (compaction), in order."""
+    packer = TokenPacker(dim, token_dim)
     for arrays, index in parts:
-        full = arrays.dequantised(index) @ arrays.projection.T
-        per_chunk.append((full, np.asarray(arrays.ids[arrays.chunk_rows(index)])))
-    return token_arrays(per_chunk, dim, token_dim)
+        packer.add(*chunk_tokens(arrays, index))
+    return packer.finish()
 
 
 def write_token_arrays(segment_dir: Path, arrays: TokenArrays) -> None:
@@ -210,9 +266,9 @@ def write_token_arrays(segment_dir: Path, arrays: TokenArrays) -> None:
 # --- reading --------------------------------------------------------------------------------
 
 
-def load_token_vectors(segment_dir: Path, chunks: int) -> TokenArrays | None:
+def load_token_vectors(segment_dir: Path, chunks: int | None = None) -> TokenArrays | None:
     """The segment's token arrays (memory-mapped), or None when it has none or they do not
-    fit its chunk list (a reader never fails a search over an optional file)."""
+    fit its chunk list (`chunks`, when given): a reader never fails over an optional file."""
     if not (segment_dir / TOKOFFSETS_FILE).is_file():
         return None
     try:
@@ -226,7 +282,11 @@ def load_token_vectors(segment_dir: Path, chunks: int) -> TokenArrays | None:
     except (OSError, ValueError):
         return None
     rows = len(arrays.vectors)
-    if len(arrays.offsets) != chunks + 1 or int(arrays.offsets[-1]) != rows:
+    if chunks is not None and len(arrays.offsets) != chunks + 1:
+        return None
+    if int(arrays.offsets[-1]) != rows or len(arrays.ids) != rows or len(arrays.scales) != rows:
+        return None
+    if arrays.vectors.ndim != 2 or arrays.projection.shape[1:] != arrays.vectors.shape[1:]:
         return None
     return arrays
 

@@ -25,11 +25,11 @@ from docdex.index_format.text import IDENT_FIELD, identifier_terms, text_schema
 
 from .late_interaction import encode_query
 from .rerank import Reranker, resolve_reranker
-from .snapshot import HNSW_EF_MIN, LoadedSegment, Snapshot
+from .snapshot import LoadedSegment, Snapshot
 
 MAX_QUERY_CHARS = 2000
 MAX_RESULTS = 100
-RETRIEVE_K = 100  # candidates from each retriever
+RETRIEVE_K = 100  # chunks from each retriever (dense asks for 2x as many windows)
 RRF_K = 60
 EXACT_DENSE_MAX_ROWS = 4096  # at or below this many allowed rows, dense search is exact numpy
 
@@ -331,7 +331,6 @@ def _segment_knn(
         top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
         top = top[np.argsort(-sims[top])]
         return top, sims[top]
-    seg.hnsw.set_ef(max(k + 100, HNSW_EF_MIN))
     keep = None if allowed_chunks is None else allowed.__getitem__
     labels, distances = seg.hnsw.knn_query(qvec[None, :], k=k, filter=keep)
     return labels[0].astype(np.int64), (1.0 - distances[0]).astype(np.float32)

@@ -15,7 +15,6 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from test_server import Server, call_tool, http, wait_for
 
 from docdex.config import ConfigError, load_config
 from docdex.hooks.install import CHAINED, HookError, install_hook, uninstall_hook
@@ -25,7 +24,9 @@ from docdex.index_format.store import load_current, load_pages
 from docdex.indexer.queue import pending_requests
 from docdex.indexer.worker import worker_pid
 from docdex.server import metrics
+from docdex.serverproc import ServeProcess
 
+from fixtures import http, wait_for
 from gitrepo import GIT_ENV, Workspace, git
 
 ZERO = "0" * 40
@@ -104,19 +105,20 @@ def repo(tmp_path):
 def served(repo, tmp_path):
     """The same, with `docdex serve` and its worker running."""
     ws, data = repo
-    server = Server(data.root, tmp_path / "server.log", worker=True).wait_ready()
+    server = ServeProcess(data.root, tmp_path / "server.log", worker=True)
+    server.wait_ready()
     yield ws, data, server
-    server.stop()
+    server.stop(group=False)  # the server alone: it must stop its worker itself
     wait_for(lambda: worker_pid(data) is None, 20, "the worker gone with the server")
 
 
-def search_texts(server: Server, query: str) -> list[tuple[str, str]]:
+def search_texts(server: ServeProcess, query: str) -> list[tuple[str, str]]:
     reply = http(f"{server.url}/api/search?" + urllib.parse.urlencode({"q": query, "n": 20}))
     assert reply.status in (200, 503), reply.body
     return [(h["path"], h["text"]) for h in reply.json().get("results", [])]
 
 
-def found(server: Server, token: str) -> set[str]:
+def found(server: ServeProcess, token: str) -> set[str]:
     return {path for path, text in search_texts(server, token) if token in text}
 
 
@@ -135,7 +137,7 @@ def test_a_push_becomes_searchable_over_mcp(served):
     assert push(ws.work).returncode == 0
 
     def hit():
-        result = call_tool(server.mcp, "search_docs", {"query": "quokka7 rotate"})
+        result = server.call_tool("search_docs", {"query": "quokka7 rotate"})
         hits = result.structured_content["results"] if not result.is_error else []
         return [h for h in hits if "--quokka7" in h["text"]]
 
@@ -147,7 +149,7 @@ def test_a_push_becomes_searchable_over_mcp(served):
     assert health["last_ingestion"]["rss_at_end_mb"] > 0
 
     before = metrics.read_last_ingestion(data).completed_at
-    filed = call_tool(server.mcp, "reindex", {"source": "docs"}).structured_content
+    filed = server.call_tool("reindex", {"source": "docs"}).structured_content
     wait_for(lambda: not pending_requests(data), 60, "the reindex request taken")
     assert filed["request_id"]
     assert metrics.read_last_ingestion(data).completed_at >= before

@@ -22,33 +22,14 @@ from docdex.indexer import pipeline
 from docdex.indexer.lock import writer_lock
 from docdex.indexer.pipeline import IndexingError, index_sources
 
+from fixtures import FAQ, INSTALL
 from gitrepo import Workspace, git
-
-GUIDE = """---
-title: Install guide
-tags: [setup, install]
----
-# Install
-
-Run the installer with `--prefix /opt/docdex` to pick a directory.
-
-## Requirements
-
-Python 3.11 and a C compiler are needed to build hnswlib from source.
-"""
-
-FAQ = """# FAQ
-
-## Why is my index stale?
-
-The post-receive hook files a request; the worker publishes a new version within seconds.
-"""
 
 
 @pytest.fixture()
 def ws(tmp_path) -> Workspace:
     ws = Workspace(tmp_path)
-    ws.write("guide/install.md", GUIDE)
+    ws.write("guide/install.md", INSTALL)
     ws.write("faq.md", FAQ)
     ws.write("notes.txt", "not markdown, never indexed")
     ws.commit_and_push("initial")

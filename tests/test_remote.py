@@ -20,20 +20,16 @@ from docdex.indexer.pipeline import index_sources
 from docdex.indexer.poller import due_sources, poll_once, read_stamps
 from docdex.indexer.queue import pending_requests
 from docdex.indexer.remote import fetch_mirror
-from docdex.server.app import Docs, load_snapshot
+from docdex.server.boot import load_snapshot
+from docdex.server.documents import Docs
 from docdex.server.search import search
 from docdex.server.snapshot import Snapshot
 from docdex.server.versions import VersionHolder
+from docdex.serverproc import free_port
 
 from gitrepo import Workspace, git
 
 PAGE = "# Remote docs\n\nThe mirror keeps a copy of the lighthouse manual.\n"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class GitDaemon:

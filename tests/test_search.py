@@ -365,6 +365,24 @@ def test_token_arrays_round_trip(tmp_path, embedder):
     assert merged.offsets.tolist() == [0, arrays.offsets[2] - arrays.offsets[1], len(arrays.ids)]
 
 
+def test_token_packer_fits_its_basis_on_a_prefix(embedder):
+    _, _, per = li.embed_with_tokens(
+        embedder, [f"chunk {i}: widget setting number {i}" for i in range(6)]
+    )
+    assert per[0][0].dtype == np.float16  # kept compact until packed
+    whole = li.token_arrays(per, embedder.info.dim, token_dim=16)
+    packer = li.TokenPacker(embedder.info.dim, token_dim=16, fit_tokens=len(per[0][1]))
+    for vectors, ids in per:
+        packer.add(vectors, ids)
+    streamed = packer.finish()
+    assert streamed.offsets.tolist() == whole.offsets.tolist()
+    assert streamed.ids.tolist() == whole.ids.tolist()
+    assert streamed.vectors.shape == whole.vectors.shape
+    back, ids = li.chunk_tokens(streamed, 0)  # the basis was fitted on exactly this chunk
+    assert np.abs(back - per[0][0].astype(np.float32)).max() < 0.05
+    assert ids.tolist() == per[0][1].tolist()
+
+
 # --- cross-encoder ---------------------------------------------------------------------------
 
 

@@ -4,219 +4,31 @@ repository, a real MCP client over HTTP; every tool, every error, auth on and of
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-import httpx2
 import pytest
+from mcp import Client
+
 from docdex.index_format.layout import DataDir
-from docdex.indexer.pipeline import index_sources
 from docdex.indexer.queue import pending_requests
 from docdex.server import metrics
-from gitrepo import Workspace
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
+from docdex.serverproc import ServeProcess, call_tool, call_tools, free_port
 
-from docdex.config import Config, SourceConfig, save_config
+from fixtures import FAQ_E1234, INSTALL, build_workspace, http, index_workspace, wait_for
+from gitrepo import Workspace
 
 TOKEN = "s3cret-token-for-tests-0123456789"
-
-INSTALL = """---
-title: Install guide
-tags: [setup, install]
----
-# Install
-
-Run the installer with `--prefix /opt/docdex` to pick a directory.
-
-## Requirements
-
-Python 3.11 and a C compiler are needed to build hnswlib from source.
-"""
-
-FAQ = """# FAQ
-
-## Why is my index stale?
-
-The post-receive hook files a request; the worker publishes a new version within seconds.
-
-## Error E1234
-
-The error code E1234 means the writer lock file is busy: another indexer is running.
-"""
-
-API = """# API reference
-
-## Endpoints
-
-`GET /api/search?q=...` returns the same JSON as the search_docs tool.
-
-## Tokens
-
-Set DOCDEX_TOKEN to require a bearer token on every request.
-"""
-
-# --- helpers shared with test_versions.py ----------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@dataclass
-class HttpReply:
-    status: int
-    body: bytes
-    headers: dict[str, str] = field(default_factory=dict)
-
-    def json(self):
-        return json.loads(self.body)
-
-
-def http(url: str, headers: dict[str, str] | None = None, method: str = "GET", data=None):
-    request = urllib.request.Request(url, headers=headers or {}, method=method, data=data)
-    try:
-        with urllib.request.urlopen(request, timeout=30) as reply:
-            return HttpReply(reply.status, reply.read(), dict(reply.headers))
-    except urllib.error.HTTPError as err:
-        return HttpReply(err.code, err.read(), dict(err.headers))
-
-
-class Server:
-    """`docdex --data DATA serve` in a subprocess, its output in a log file."""
-
-    def __init__(
-        self, data: Path, log: Path, token: str | None = None, host="127.0.0.1", worker=False
-    ):
-        self.data, self.log_path, self.host = data, log, host
-        self.port = free_port()
-        env = {k: v for k, v in os.environ.items() if k != "DOCDEX_TOKEN"}
-        if token:
-            env["DOCDEX_TOKEN"] = token
-        self.started = time.monotonic()
-        self.ready_s: float | None = None
-        self.log_file = open(log, "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "docdex.cli",
-                "--data",
-                str(data),
-                "serve",
-                "--host",
-                host,
-                "--port",
-                str(self.port),
-                *([] if worker else ["--no-worker"]),
-            ],
-            stdout=self.log_file,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def mcp(self) -> str:
-        return f"{self.url}/mcp"
-
-    def wait_ready(self, timeout: float = 90) -> Server:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"server exited {self.proc.returncode}:\n{self.log()}")
-            with contextlib.suppress(OSError):
-                http(f"{self.url}/health")
-                self.ready_s = time.monotonic() - self.started
-                return self
-            time.sleep(0.1)
-        raise AssertionError(f"server not ready after {timeout}s:\n{self.log()}")
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log_file.close()
-
-
-def mcp_transport(url: str, token: str | None = None):
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=60))
-
-
-def call_tools(url: str, calls: list[tuple[str, dict]], token: str | None = None) -> list:
-    """Each (tool, arguments) over one MCP session; the CallToolResults in order."""
-
-    async def run():
-        async with Client(mcp_transport(url, token)) as client:
-            return [await client.call_tool(name, args) for name, args in calls]
-
-    return asyncio.run(run())
-
-
-def call_tool(url: str, name: str, args: dict | None = None, token: str | None = None):
-    return call_tools(url, [(name, args or {})], token)[0]
 
 
 def error_text(result) -> str:
     assert result.is_error, result
     return result.content[0].text
-
-
-def build_workspace(root: Path) -> Workspace:
-    ws = Workspace(root)
-    ws.write("guide/install.md", INSTALL)
-    ws.write("faq.md", FAQ)
-    ws.write("reference/api.md", API)
-    ws.commit_and_push("initial")
-    return ws
-
-
-def index_workspace(data: DataDir, ws: Workspace, embedder, **settings) -> int:
-    from docdex.config import Settings
-
-    config = Config(
-        settings=Settings(**settings), sources=[SourceConfig(name="docs", location=str(ws.bare))]
-    )
-    data.ensure()
-    save_config(data, config)
-    report = index_sources(data, config, embedder=embedder)
-    assert report.published, report
-    return report.version
-
-
-def wait_for(predicate, timeout: float = 20, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 # --- fixtures --------------------------------------------------------------------------------
@@ -226,9 +38,9 @@ def wait_for(predicate, timeout: float = 20, what: str = "condition"):
 class Servers:
     data: DataDir
     version: int
-    open: Server
-    token: Server
-    empty: Server
+    open: ServeProcess
+    token: ServeProcess
+    empty: ServeProcess
     empty_dir: Path
     ws: Workspace
 
@@ -242,9 +54,9 @@ def servers(tmp_path_factory, embedder):
     empty_dir = root / "empty"
     empty_dir.mkdir()
     started = [
-        Server(data.root, root / "open.log"),
-        Server(data.root, root / "token.log", token=TOKEN),
-        Server(empty_dir, root / "empty.log"),
+        ServeProcess(data.root, root / "open.log"),
+        ServeProcess(data.root, root / "token.log", token=TOKEN),
+        ServeProcess(empty_dir, root / "empty.log"),
     ]
     try:
         for server in started:
@@ -260,11 +72,11 @@ def servers(tmp_path_factory, embedder):
 
 def test_boot_is_timed_and_logged(servers):
     log = wait_for(
-        lambda: "ready: MCP at" in servers.open.log() and servers.open.log(), what="ready line"
+        lambda: "ready: MCP at" in (out := servers.open.output()) and out, what="ready line"
     )
     for stage in ("model loaded", f"version {servers.version} loaded", "ready: MCP at"):
         assert re.search(rf"\[boot \+\d+ ms\] {stage}", log), (stage, log)
-    assert re.search(r"\[boot \+\d+ ms\] no version to serve yet", servers.empty.log())
+    assert re.search(r"\[boot \+\d+ ms\] no version to serve yet", servers.empty.output())
 
 
 def test_index_page_names_the_mcp_url(servers):
@@ -320,7 +132,7 @@ def test_empty_data_dir_is_503_until_a_version_appears(servers, embedder):
     assert body["status"] == "error" and "docdex index" in body["error"]
     assert http(f"{url}/api/search?q=install").status == 503
     assert "docdex index" in error_text(
-        call_tool(servers.empty.mcp, "search_docs", {"query": "install"})
+        call_tool(servers.empty.mcp_url, "search_docs", {"query": "install"})
     )
     assert list(servers.empty_dir.iterdir()) == []  # the server wrote nothing
 
@@ -334,7 +146,7 @@ def test_empty_data_dir_is_503_until_a_version_appears(servers, embedder):
 
 def test_tools_have_the_expected_names_and_parameters(servers):
     async def run():
-        async with Client(servers.open.mcp) as client:
+        async with Client(servers.open.mcp_url) as client:
             return (await client.list_tools()).tools
 
     tools = {t.name: t for t in asyncio.run(run())}
@@ -366,7 +178,7 @@ def test_tools_have_the_expected_names_and_parameters(servers):
 
 
 def test_search_docs_returns_cited_hits(servers):
-    result = call_tool(servers.open.mcp, "search_docs", {"query": "E1234", "num_results": 3})
+    result = call_tool(servers.open.mcp_url, "search_docs", {"query": "E1234", "num_results": 3})
     assert not result.is_error
     out = result.structured_content
     assert out["index_version"] == servers.version and out["took_ms"] > 0
@@ -389,7 +201,7 @@ def test_search_docs_returns_cited_hits(servers):
     }
     assert top["doc_id"] == "docs:faq.md" and top["chunk_id"].startswith("docs:faq.md#chunk")
     assert "E1234" in top["text"] and top["heading"] == "FAQ › Error E1234"
-    lines = FAQ.split("\n")[top["start_line"] - 1 : top["end_line"]]
+    lines = FAQ_E1234.split("\n")[top["start_line"] - 1 : top["end_line"]]
     assert "\n".join(lines) == top["text"]
     assert json.loads(result.content[0].text) == out  # text content: the same JSON
 
@@ -400,10 +212,10 @@ def test_search_docs_returns_cited_hits(servers):
 
 
 def test_search_docs_filters(servers):
-    by_source = call_tool(servers.open.mcp, "search_docs", {"query": "token", "source": "docs"})
+    by_source = call_tool(servers.open.mcp_url, "search_docs", {"query": "token", "source": "docs"})
     assert by_source.structured_content["results"]
     by_path = call_tool(
-        servers.open.mcp, "search_docs", {"query": "install python", "path_prefix": "guide/"}
+        servers.open.mcp_url, "search_docs", {"query": "install python", "path_prefix": "guide/"}
     )
     paths = {hit["path"] for hit in by_path.structured_content["results"]}
     assert paths == {"guide/install.md"}
@@ -421,7 +233,7 @@ def test_search_docs_filters(servers):
     ],
 )
 def test_search_docs_bad_input_is_a_tool_error(servers, args, message):
-    assert message in error_text(call_tool(servers.open.mcp, "search_docs", args))
+    assert message in error_text(call_tool(servers.open.mcp_url, "search_docs", args))
 
 
 def test_query_docs_lists_pages_by_metadata(servers):
@@ -435,7 +247,7 @@ def test_query_docs_lists_pages_by_metadata(servers):
         ("query_docs", {"created_after": "2999-01-01", "created_before": "3000-01-01"}),
     ]
     every, by_path, by_title, limited, after, before, future = (
-        r.structured_content for r in call_tools(servers.open.mcp, calls)
+        r.structured_content for r in call_tools(servers.open.mcp_url, calls)
     )
     assert [d["path"] for d in every["documents"]] == [
         "faq.md",
@@ -464,14 +276,14 @@ def test_query_docs_lists_pages_by_metadata(servers):
     ],
 )
 def test_query_docs_bad_input_is_a_tool_error(servers, args, message):
-    assert message in error_text(call_tool(servers.open.mcp, "query_docs", args))
+    assert message in error_text(call_tool(servers.open.mcp_url, "query_docs", args))
 
 
 def test_get_document_returns_a_page_or_a_chunk(servers):
     page, chunk = (
         r.structured_content
         for r in call_tools(
-            servers.open.mcp,
+            servers.open.mcp_url,
             [
                 ("get_document", {"doc_id": "docs:guide/install.md"}),
                 ("get_document", {"doc_id": "docs:faq.md#chunk1"}),
@@ -510,11 +322,12 @@ def test_get_document_returns_a_page_or_a_chunk(servers):
     ],
 )
 def test_get_document_refuses_ids_outside_the_index(servers, doc_id, message):
-    assert message in error_text(call_tool(servers.open.mcp, "get_document", {"doc_id": doc_id}))
+    result = call_tool(servers.open.mcp_url, "get_document", {"doc_id": doc_id})
+    assert message in error_text(result)
 
 
 def test_list_sources(servers):
-    out = call_tool(servers.open.mcp, "list_sources").structured_content
+    out = call_tool(servers.open.mcp_url, "list_sources").structured_content
     (source,) = out["sources"]
     assert source["name"] == "docs" and source["kind"] == "bare" and source["branch"] == "main"
     assert source["indexed"] and len(source["commit"]) == 40
@@ -535,7 +348,7 @@ def index_files(data: DataDir) -> dict[str, int]:
 def test_reindex_files_a_request_and_writes_no_index(servers):
     before = index_files(servers.data)
     first, again, one, unknown = call_tools(
-        servers.open.mcp,
+        servers.open.mcp_url,
         [
             ("reindex", {}),
             ("reindex", {}),
@@ -585,7 +398,7 @@ def test_bad_host_header_is_rejected(servers):
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
     }
-    assert http(servers.open.mcp, mcp_headers, "POST", body).status == 421
+    assert http(servers.open.mcp_url, mcp_headers, "POST", body).status == 421
     assert http(f"{servers.open.url}/api/search?q=install", evil).status == 421
     assert http(f"{servers.open.url}/api/search?q=install", {"Host": "localhost"}).status == 200
 
@@ -605,8 +418,8 @@ def test_token_guards_mcp_and_api_but_not_health(servers):
 
     for bad in (None, "wrong-token"):
         with pytest.raises(Exception):  # noqa: B017 - the SDK raises its own transport errors
-            call_tool(servers.token.mcp, "list_sources", token=bad)
-    ok = call_tool(servers.token.mcp, "search_docs", {"query": "E1234"}, token=TOKEN)
+            call_tool(servers.token.mcp_url, "list_sources", token=bad)
+    ok = call_tool(servers.token.mcp_url, "search_docs", {"query": "E1234"}, token=TOKEN)
     assert not ok.is_error and ok.structured_content["results"]
 
 

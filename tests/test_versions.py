@@ -8,20 +8,23 @@ import asyncio
 import shutil
 import threading
 import urllib.parse
+from pathlib import Path
 
 import msgspec
 import pytest
+from mcp import Client
+
+from docdex.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_manifest, point_current, write_manifest
 from docdex.indexer.pipeline import index_sources
-from docdex.server.app import load_snapshot
+from docdex.server.boot import load_snapshot
 from docdex.server.search import search
 from docdex.server.versions import NoVersion, VersionHolder
-from gitrepo import Workspace
-from mcp import Client
-from test_server import Server, http, index_workspace, wait_for
+from docdex.serverproc import ServeProcess
 
-from docdex.config import Config, Settings, SourceConfig
+from fixtures import http, index_workspace, wait_for
+from gitrepo import Workspace
 
 PAGES = ("alpha", "beta", "gamma")
 QUERY = "zebra release marker"
@@ -63,13 +66,17 @@ def refuse_by_embedder(data: DataDir, base: int, new: int) -> None:
 # --- the holder, in process ------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def two_versions(tmp_path_factory, embedder):
-    root = tmp_path_factory.mktemp("versions")
+def indexed_generation(root: Path, generation: int, embedder) -> tuple[Workspace, DataDir, int]:
+    """A workspace under `root` at `generation`, indexed into root/data; its version."""
     ws = Workspace(root)
     data = DataDir(root / "data")
-    write_generation(ws, 1)
-    first = index_workspace(data, ws, embedder)
+    write_generation(ws, generation)
+    return ws, data, index_workspace(data, ws, embedder)
+
+
+@pytest.fixture(scope="module")
+def two_versions(tmp_path_factory, embedder):
+    ws, data, first = indexed_generation(tmp_path_factory.mktemp("versions"), 1, embedder)
     second = publish(data, ws, 2, embedder)
     return data, first, second
 
@@ -207,11 +214,9 @@ class McpSearcher(Searcher):
 @pytest.fixture(scope="module")
 def live(tmp_path_factory, embedder):
     root = tmp_path_factory.mktemp("live")
-    ws = Workspace(root)
-    data = DataDir(root / "data")
-    write_generation(ws, 0)
-    base = index_workspace(data, ws, embedder)
-    server = Server(data.root, root / "server.log").wait_ready()
+    ws, data, base = indexed_generation(root, 0, embedder)
+    server = ServeProcess(data.root, root / "server.log")
+    server.wait_ready()
     yield data, ws, server, {base: 0}
     server.stop()
 
@@ -219,7 +224,7 @@ def live(tmp_path_factory, embedder):
 def test_searches_never_fail_or_mix_versions_while_20_versions_are_published(live, embedder):
     data, ws, server, generation_of = live
     stop = threading.Event()
-    searchers = [HttpSearcher(server.url, stop), McpSearcher(server.mcp, stop)]
+    searchers = [HttpSearcher(server.url, stop), McpSearcher(server.mcp_url, stop)]
     for searcher in searchers:
         searcher.start()
     wait_for(lambda: all(s.answers for s in searchers), what="first answers")
@@ -253,7 +258,7 @@ def test_searches_never_fail_or_mix_versions_while_20_versions_are_published(liv
     )
     assert health["index_version"] == last and health["status"] == "ok"
     assert health["versions"]["closed"] >= len(seen) - 1
-    assert "closed version" in server.log()
+    assert "closed version" in server.output()
 
 
 def test_a_refused_version_shows_in_health_and_the_old_one_keeps_serving(live):
@@ -270,7 +275,7 @@ def test_a_refused_version_shows_in_health_and_the_old_one_keeps_serving(live):
     assert "some-other-model" in health["refused_version"]["error"]
     answer = http(f"{server.url}/api/search?q=zebra").json()
     assert answer["index_version"] == served
-    assert f"refused version {refused}" in server.log()
+    assert f"refused version {refused}" in server.output()
 
     point_current(data, served)
     health = wait_for(

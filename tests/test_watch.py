@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 import watchfiles
@@ -25,6 +24,7 @@ from docdex.indexer.worktree import WORKTREE_SUFFIX
 from docdex.server.search import search
 from docdex.server.snapshot import Snapshot
 
+from fixtures import wait_for
 from gitrepo import Workspace, git
 
 GUIDE = "# Install\n\nRun the installer with `--prefix /opt/docdex` to pick a directory.\n"
@@ -75,13 +75,7 @@ def watching(data: DataDir, embedder, names: list[str] | None = None):
 
 
 def wait_until(predicate, what: str):
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    return wait_for(predicate, WAIT_S, what, poll=0.05)
 
 
 def pages(data: DataDir, source: str = "docs") -> dict:

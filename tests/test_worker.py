@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_server import Server, wait_for
 
 from docdex.config import Config, Settings, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
@@ -16,7 +15,9 @@ from docdex.index_format.store import list_versions, load_current
 from docdex.indexer.queue import file_request, pending_requests
 from docdex.indexer.worker import try_lock, worker_pid
 from docdex.server import metrics
+from docdex.serverproc import ServeProcess
 
+from fixtures import wait_for
 from gitrepo import Workspace, git
 
 
@@ -137,7 +138,8 @@ def test_a_directory_that_is_not_docdex_is_left_alone(tmp_path):
 
 def test_serve_runs_the_worker_and_stops_it(setup, tmp_path):
     ws, data = setup
-    server = Server(data.root, tmp_path / "serve.log", worker=True).wait_ready()
+    server = ServeProcess(data.root, tmp_path / "serve.log", worker=True)
+    server.wait_ready()
     try:
         pid = wait_for(lambda: worker_pid(data), 30, "the worker beside serve")
         assert Path(f"/proc/{pid}/stat").read_text().split()[3] == str(server.proc.pid)
@@ -145,5 +147,5 @@ def test_serve_runs_the_worker_and_stops_it(setup, tmp_path):
         wait_for(lambda: load_current(data), 90, "a version from serve's worker")
         assert load_current(data).sources["docs"].files == 1
     finally:
-        server.stop()
+        server.stop(group=False)  # the server alone: it must stop its worker itself
     wait_for(lambda: worker_pid(data) is None, 20, "the worker stopped with serve")

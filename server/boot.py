@@ -1,0 +1,109 @@
+"""What `docdex serve` does before it listens: logging, the model, the first version, each
+step timed in a `[boot +N ms]` line.
+
+Every version the server takes is opened and warmed by `load_snapshot` before it is served,
+so the first real query after a start or a swap pays no one-off costs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from docdex.config import ConfigError, load_config
+from docdex.index_format.layout import DataDir, IndexFormatError
+from docdex.logs import configure_logging, is_configured
+
+from .documents import Docs
+from .search import search
+from .snapshot import Snapshot
+from .versions import VersionHolder
+
+if TYPE_CHECKING:
+    from docdex.indexer.embedder import Embedder
+
+log = logging.getLogger("docdex.server")
+
+WARMUP_QUERY = "docdex warm-up query"
+
+
+class Boot:
+    """`[boot +N ms] ...` lines, timed from process start when we can tell it."""
+
+    def __init__(self) -> None:
+        self.t0 = _process_start() or time.monotonic()
+
+    def mark(self, what: str) -> None:
+        ms = round((time.monotonic() - self.t0) * 1000)
+        log.info("[boot +%d ms] %s", ms, what, extra={"event": "boot", "fields": {"ms": ms}})
+
+
+def _process_start() -> float | None:
+    """The monotonic time this process started (Linux), to count interpreter start-up too."""
+    try:
+        with open(f"/proc/{os.getpid()}/stat") as f:
+            ticks = int(f.read().rpartition(")")[2].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        age = uptime - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+    return time.monotonic() - max(age, 0.0)
+
+
+def setup_logging() -> None:
+    """docdex.logs' configuration (text or JSON lines); the CLI has usually set it up."""
+    if not is_configured():
+        configure_logging()
+
+
+def open_docs(data: DataDir, boot: Boot) -> Docs:
+    """The model and the version CURRENT names (when there is one), ready to answer."""
+    reranker = load_config(data).settings.reranker
+    embedder = load_embedder(data)
+    boot.mark(f"model loaded: {embedder.info.id} ({embedder.info.dim} dims)")
+    holder = VersionHolder(data, load_snapshot(data, embedder, reranker))
+    holder.refresh()
+    served = holder.serving
+    why = holder.stats().error
+    boot.mark(f"version {served} loaded" if served else f"no version to serve yet: {why}")
+    return Docs(data, embedder, holder, started=boot.t0, reranker=reranker)
+
+
+def load_embedder(data: DataDir) -> Embedder:
+    from docdex.indexer.embedder import Embedder
+
+    try:
+        threads = load_config(data).settings.threads
+    except ConfigError:
+        threads = 0
+    return Embedder.load(threads=threads or min(2, os.cpu_count() or 1))
+
+
+def load_snapshot(
+    data: DataDir, embedder: Embedder, reranker: str = "default"
+) -> Callable[[int], Snapshot]:
+    """The holder's loader: open a version, refuse what this server cannot serve, warm it."""
+
+    def load(version: int) -> Snapshot:
+        snapshot = Snapshot.load(data, version, embedder=embedder)
+        try:
+            _warm(snapshot, embedder, reranker)
+        except Exception as exc:
+            snapshot.close()
+            raise IndexFormatError(f"version {version} failed its warm-up search: {exc}") from exc
+        return snapshot
+
+    return load
+
+
+def _warm(snapshot: Snapshot, embedder: Embedder, reranker: str) -> None:
+    """Open every lazily mapped file now (a later GC may delete them; open maps survive) and
+    run one search, so the first real query pays no one-off costs."""
+    for seg in snapshot.segments:
+        _ = seg.segment.vectors
+    if snapshot.manifest.chunks:
+        search(snapshot, embedder, WARMUP_QUERY, 1, reranker=reranker)

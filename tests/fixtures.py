@@ -1,0 +1,110 @@
+"""What several test modules share: the pages of a small documentation repository, that
+repository indexed, waiting for a condition, and raw HTTP requests (headers, methods and
+bodies as given; servers themselves are started with docdex.serverproc.ServeProcess)."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from docdex.config import Config, Settings, SourceConfig, save_config
+from docdex.index_format.layout import DataDir
+from docdex.indexer.pipeline import index_sources
+
+from gitrepo import Workspace
+
+INSTALL = """---
+title: Install guide
+tags: [setup, install]
+---
+# Install
+
+Run the installer with `--prefix /opt/docdex` to pick a directory.
+
+## Requirements
+
+Python 3.11 and a C compiler are needed to build hnswlib from source.
+"""
+
+FAQ = """# FAQ
+
+## Why is my index stale?
+
+The post-receive hook files a request; the worker publishes a new version within seconds.
+"""
+
+FAQ_E1234 = (  # the FAQ with a section an exact-token search finds
+    FAQ
+    + """
+## Error E1234
+
+The error code E1234 means the writer lock file is busy: another indexer is running.
+"""
+)
+
+API = """# API reference
+
+## Endpoints
+
+`GET /api/search?q=...` returns the same JSON as the search_docs tool.
+
+## Tokens
+
+Set DOCDEX_TOKEN to require a bearer token on every request.
+"""
+
+
+def build_workspace(root: Path) -> Workspace:
+    """guide/install.md, faq.md (FAQ_E1234) and reference/api.md, pushed."""
+    ws = Workspace(root)
+    ws.write("guide/install.md", INSTALL)
+    ws.write("faq.md", FAQ_E1234)
+    ws.write("reference/api.md", API)
+    ws.commit_and_push("initial")
+    return ws
+
+
+def index_workspace(data: DataDir, ws: Workspace, embedder, **settings) -> int:
+    """`ws` as the source "docs" of `data`, indexed; the published version."""
+    config = Config(
+        settings=Settings(**settings), sources=[SourceConfig(name="docs", location=str(ws.bare))]
+    )
+    data.ensure()
+    save_config(data, config)
+    report = index_sources(data, config, embedder=embedder)
+    assert report.published, report
+    return report.version
+
+
+def wait_for(predicate, timeout: float = 20, what: str = "condition", poll: float = 0.1):
+    """predicate()'s first true value, asked every `poll` seconds for up to `timeout`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(poll)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@dataclass
+class HttpReply:
+    status: int
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def json(self):
+        return json.loads(self.body)
+
+
+def http(url: str, headers: dict[str, str] | None = None, method: str = "GET", data=None):
+    request = urllib.request.Request(url, headers=headers or {}, method=method, data=data)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return HttpReply(reply.status, reply.read(), dict(reply.headers))
+    except urllib.error.HTTPError as err:
+        return HttpReply(err.code, err.read(), dict(err.headers))
