@@ -34,6 +34,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     nice: int = 10  # niceness of background indexing (worker)
     cycle_timeout_s: int = 3600  # the worker kills an indexing cycle that runs longer
     reranker: str = "default"  # default | none | maxsim | cross-encoder:/path/to/onnx-dir
+    late_interaction: bool = False  # write token vectors for MaxSim (ADR 0006; ~70 B/token)
 
     def chunker(self) -> ChunkerSettings:
         return ChunkerSettings(

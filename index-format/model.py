@@ -9,7 +9,7 @@ from __future__ import annotations
 import msgspec
 
 FORMAT_MAJOR = 1
-FORMAT_MINOR = 0
+FORMAT_MINOR = 1  # the newest minor this code reads and writes (1: token vectors)
 
 
 # --- what the chunker produces ------------------------------------------------------------

@@ -44,6 +44,14 @@ from docdex.index_format.store import (
 )
 from docdex.logs import log_event
 from docdex.progress import Progress
+from docdex.server.late_interaction import (
+    TOKOFFSETS_FILE,
+    TokenArrays,
+    TokenPacker,
+    chunk_tokens,
+    embed_with_tokens,
+    load_token_vectors,
+)
 
 from . import changes, gitsource
 from .compaction import compact
@@ -450,23 +458,41 @@ def _embed_and_write_segment(run: RunState) -> tuple[SegmentRef | None, int]:
     pending = [c for pages in run.pending_pages.values() for p in pages for c in p.chunks]
     if not pending:
         return None, 0
+    late = run.settings.late_interaction
+    old_tokens = _OldTokens(run) if late else None
+    reuse: dict[str, ChunkRef] = {}  # content hash -> old chunk whose vectors we take
     to_embed: dict[str, str] = {}  # content hash -> embed input, first occurrence
+    uses: dict[str, int] = {}  # fresh content hash -> chunks still to take its tokens
     for chunk in pending:
-        if chunk.record.content_hash not in run.reusable:
-            to_embed.setdefault(chunk.record.content_hash, chunk.embed_input)
-    fresh = _embed(run, list(to_embed.values()))
-    fresh_by_hash = dict(zip(to_embed, fresh, strict=True))
+        key = chunk.record.content_hash
+        ref = run.reusable.get(key)
+        if ref is not None and (old_tokens is None or old_tokens.get(ref.segment) is not None):
+            reuse[key] = ref
+        else:
+            to_embed.setdefault(key, chunk.embed_input)
+            uses[key] = uses.get(key, 0) + 1
     _count_reuse(run, to_embed)
+    fresh = _FreshEmbeddings(run, to_embed, with_tokens=late)
 
     segment_id = new_segment_id(run.version)
     records: list[ChunkRecord] = []
     blocks: list[np.ndarray] = []
+    packer = TokenPacker(run.embedder.info.dim) if late else None
     row = 0
     vector_cache = _OldVectors(run)
     for index, chunk in enumerate(pending):
-        vectors = fresh_by_hash.get(chunk.record.content_hash)
-        if vectors is None:
-            vectors = vector_cache.get(run.reusable[chunk.record.content_hash])
+        key = chunk.record.content_hash
+        old = reuse.get(key)
+        if old is None:
+            vectors, tokens = fresh.get(key)
+            uses[key] -= 1
+            if not uses[key]:
+                fresh.tokens.pop(key, None)  # its last chunk: the rows are packed below
+        else:
+            vectors = vector_cache.get(old)
+            tokens = chunk_tokens(old_tokens.get(old.segment), old.index) if late else None
+        if packer is not None:
+            packer.add(*tokens)
         record = msgspec.structs.replace(chunk.record, window_start=row, window_count=len(vectors))
         records.append(record)
         blocks.append(vectors)
@@ -475,27 +501,62 @@ def _embed_and_write_segment(run: RunState) -> tuple[SegmentRef | None, int]:
         chunk.ref = ChunkRef(
             segment_id, index, record.window_start, len(vectors), record.content_hash
         )
-    ref = write_segment(run.data, segment_id, records, np.concatenate(blocks), run.threads)
-    return ref, sum(len(v) for v in fresh)
+    fresh.close()
+    token_arrays = packer.finish() if packer is not None else None
+    ref = write_segment(
+        run.data, segment_id, records, np.concatenate(blocks), run.threads, token_arrays
+    )
+    return ref, fresh.windows
 
 
 EMBED_GROUP_TEXTS = 512  # texts tokenised at once: bounds the memory of token windows
 
 
-def _embed(run: RunState, texts: list[str]) -> list[np.ndarray]:
-    """float16 window vectors per text. Texts go in groups, so a huge first run holds the
-    token windows of one group at a time; each group is batched by length inside."""
-    out: list[np.ndarray] = []
-    progress = Progress("embedding chunks", len(texts))
-    for start in range(0, len(texts), EMBED_GROUP_TEXTS):
-        group = texts[start : start + EMBED_GROUP_TEXTS]
-        windows, owners = run.embedder.token_windows(group)
-        vectors = run.embedder.embed_windows(windows).astype(np.float16)
+class _FreshEmbeddings:
+    """float16 window vectors (and, with tokens, per-text token rows) of the texts to embed,
+    made group by group as the segment loop asks for them. Texts go in groups of
+    EMBED_GROUP_TEXTS, so a huge first run holds the token windows (and token rows) of about
+    one group at a time; each group is batched by length inside. Texts are asked for in
+    their order (first occurrence in segment order), so at most one group is ahead."""
+
+    def __init__(self, run: RunState, texts: dict[str, str], with_tokens: bool) -> None:
+        self.run = run
+        self.keys = list(texts)
+        self.texts = list(texts.values())
+        self.with_tokens = with_tokens
+        self.done = 0  # texts embedded so far
+        self.windows = 0
+        self.vectors: dict[str, np.ndarray] = {}
+        self.tokens: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.progress = Progress("embedding chunks", len(self.texts))
+
+    def get(self, key: str) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+        while key not in self.vectors:
+            self._next_group()
+        return self.vectors[key], self.tokens.get(key)
+
+    def _next_group(self) -> None:
+        if self.done >= len(self.texts):
+            raise KeyError("asked for a text that is not to be embedded")
+        start, end = self.done, self.done + EMBED_GROUP_TEXTS
+        group = self.texts[start:end]
+        embedder = self.run.embedder
+        if self.with_tokens:
+            vectors, owners, per_text = embed_with_tokens(embedder, group)
+            self.tokens.update(zip(self.keys[start:end], per_text, strict=True))
+        else:
+            windows, owners = embedder.token_windows(group)
+            vectors = embedder.embed_windows(windows)
+        vectors = vectors.astype(np.float16)
         bounds = np.searchsorted(owners, np.arange(len(group) + 1))
-        out.extend(vectors[bounds[i] : bounds[i + 1]] for i in range(len(group)))
-        progress.advance(len(group))
-    progress.close()
-    return out
+        for i, key in enumerate(self.keys[start:end]):
+            self.vectors[key] = vectors[bounds[i] : bounds[i + 1]]
+        self.windows += len(vectors)
+        self.done += len(group)
+        self.progress.advance(len(group))
+
+    def close(self) -> None:
+        self.progress.close()
 
 
 def _count_reuse(run: RunState, embedded: dict[str, str]) -> None:
@@ -528,6 +589,22 @@ class _OldVectors:
             )
         rows = self.maps[ref.segment][ref.window_start : ref.window_start + ref.window_count]
         return np.asarray(rows, dtype=np.float16)
+
+
+class _OldTokens:
+    """Token arrays of earlier segments (memory-mapped), None for a segment without them."""
+
+    def __init__(self, run: RunState) -> None:
+        self.run = run
+        self.chunks = {s.id: s.chunks for s in run.previous.segments} if run.previous else {}
+        self.arrays: dict[str, TokenArrays | None] = {}
+
+    def get(self, segment: str) -> TokenArrays | None:
+        if segment not in self.arrays:
+            self.arrays[segment] = load_token_vectors(
+                self.run.data.segment(segment), self.chunks.get(segment)
+            )
+        return self.arrays[segment]
 
 
 # --- publishing ----------------------------------------------------------------------------
@@ -564,7 +641,7 @@ def _publish(run: RunState, new_segment: SegmentRef | None) -> Manifest:
     )
     manifest = Manifest(
         format_major=FORMAT_MAJOR,
-        format_minor=FORMAT_MINOR,
+        format_minor=_format_minor(run.data, segments),
         version=run.version,
         created_at=_now(),
         embedder=run.embedder.info,
@@ -578,6 +655,13 @@ def _publish(run: RunState, new_segment: SegmentRef | None) -> Manifest:
     write_manifest(run.data, manifest)
     point_current(run.data, run.version)
     return manifest
+
+
+def _format_minor(data: DataDir, segments: list[SegmentRef]) -> int:
+    """1 when a segment carries token vectors (optional files of format 1.1), else 0."""
+    if any((data.segment(s.id) / TOKOFFSETS_FILE).is_file() for s in segments):
+        return FORMAT_MINOR
+    return 0
 
 
 def _live_segments(run: RunState, new_segment: SegmentRef | None) -> list[SegmentRef]:

@@ -16,6 +16,12 @@ from docdex.index_format.store import (
     directory_bytes,
     write_segment_files,
 )
+from docdex.server.late_interaction import (
+    TokenArrays,
+    concat_chunks,
+    load_token_vectors,
+    write_token_arrays,
+)
 
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
@@ -31,17 +37,23 @@ def write_segment(
     chunks: list[ChunkRecord],
     vectors: np.ndarray,
     threads: int,
+    tokens: TokenArrays | None = None,
 ) -> SegmentRef:
-    """Write a complete segment under a temporary name and rename it into place."""
+    """Write a complete segment (with its token vectors, when given) under a temporary name
+    and rename it into place."""
     owners = np.repeat(np.arange(len(chunks), dtype=np.int32), [c.window_count for c in chunks])
     if len(owners) != len(vectors):
         raise ValueError(f"{len(vectors)} vectors for {len(owners)} windows")
+    if tokens is not None and len(tokens.offsets) != len(chunks) + 1:
+        raise ValueError(f"token offsets for {len(tokens.offsets) - 1} chunks, not {len(chunks)}")
     final = data.segment(segment_id)
     tmp = data.segments / f".tmp-{segment_id}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     write_segment_files(tmp, chunks, vectors, owners)
     build_hnsw(vectors, threads).save_index(str(tmp / HNSW_FILE))
+    if tokens is not None:
+        write_token_arrays(tmp, tokens)
     publish_dir(tmp, final)
     return SegmentRef(
         id=segment_id, chunks=len(chunks), windows=len(vectors), bytes=directory_bytes(final)
@@ -79,7 +91,8 @@ def merge_segments(
     segments: list[tuple[Segment, list[int]]],
     threads: int,
 ) -> tuple[SegmentRef, dict[tuple[str, int], int]]:
-    """One segment from the live chunks of several, reusing their vectors (no embedding).
+    """One segment from the live chunks of several, reusing their vectors (no embedding),
+    and their token vectors when every one of them has some.
 
     Returns the new segment and where each (old segment, old index) went.
     """
@@ -94,5 +107,16 @@ def merge_segments(
             chunks.append(relocate(chunk, row))
             blocks.append(segment.chunk_vectors(index))
             row += chunk.window_count
-    vectors = np.concatenate(blocks) if blocks else np.zeros((0, segments[0][0].dim), np.float16)
-    return write_segment(data, segment_id, chunks, vectors, threads), moved
+    dim = segments[0][0].dim
+    vectors = np.concatenate(blocks) if blocks else np.zeros((0, dim), np.float16)
+    tokens = _merged_tokens(segments, dim)
+    return write_segment(data, segment_id, chunks, vectors, threads, tokens), moved
+
+
+def _merged_tokens(segments: list[tuple[Segment, list[int]]], dim: int) -> TokenArrays | None:
+    """Token arrays of the merged chunks in merged order; None unless all segments have them."""
+    loaded = [load_token_vectors(s.path, len(s.chunks)) for s, _ in segments]
+    if any(arrays is None for arrays in loaded):
+        return None
+    parts = [(arrays, i) for arrays, (_, live) in zip(loaded, segments, strict=True) for i in live]
+    return concat_chunks(parts, dim)

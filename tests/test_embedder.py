@@ -203,3 +203,18 @@ def test_batches_respect_budget_and_padding() -> None:
         width, count = int(lengths[g].max()), len(g)
         assert count == 1 or count * width <= 1024
         assert count * width - int(lengths[g].sum()) <= 0.1 * count * width
+
+
+def test_optimised_graph_is_cached_per_machine_and_a_damaged_cache_is_replaced(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("DOCDEX_CACHE", str(tmp_path))
+    first = Embedder.load(threads=1)
+    [cached] = list((tmp_path / "onnx").glob("minilm-*.onnx"))
+    reference = first.embed_query("rotate the signing key")
+    again = Embedder.load(threads=1)  # from the cached graph
+    assert float(again.embed_query("rotate the signing key") @ reference) > 0.9999
+    cached.write_bytes(b"not an onnx model")
+    repaired = Embedder.load(threads=1)
+    assert float(repaired.embed_query("rotate the signing key") @ reference) > 0.9999
+    assert cached.stat().st_size > 1_000_000  # rebuilt
