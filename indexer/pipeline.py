@@ -436,9 +436,11 @@ def _has_refs(repo) -> bool:
 
 
 def _config_hash(source: SourceConfig, settings: Settings) -> str:
-    key = msgspec.json.encode(
-        [source.location, source.branch, source.include, source.exclude, settings.max_file_bytes]
-    )
+    parts = [source.location, source.branch, source.include, source.exclude]
+    parts.append(settings.max_file_bytes)
+    if settings.late_interaction:  # turning it on re-reads every page (so chunks get tokens)
+        parts.append("late_interaction")
+    key = msgspec.json.encode(parts)
     return hashlib.sha256(key).hexdigest()[:16]
 
 
