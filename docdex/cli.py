@@ -389,12 +389,14 @@ def _add_query_commands(commands) -> None:
     search.add_argument("--source", default="")
     search.add_argument("--path-prefix", default="")
     search.add_argument("-n", "--num-results", type=int, default=10)
+    _reranker_flag(search)
     _json_flag(search)
     evaluate = _command(commands, "eval", cmd_eval, "score retrieval on a query file")
     evaluate.add_argument("queries", metavar="QUERIES.jsonl")
     evaluate.add_argument("--source", required=True)
     evaluate.add_argument("-k", type=int, default=3)
     evaluate.add_argument("--dump", metavar="FILE", help="write each query's ranked hits")
+    _reranker_flag(evaluate)
     _json_flag(evaluate)
     serve = _command(commands, "serve", cmd_serve, "run the MCP server")
     serve.add_argument("--host", default=os.environ.get("DOCDEX_HOST", "127.0.0.1"))
@@ -407,18 +409,43 @@ def _add_query_commands(commands) -> None:
     )
 
 
+def _reranker_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--reranker",
+        help="default, none, maxsim or cross-encoder:DIR (default: the `reranker` setting)",
+    )
+
+
+def _reranker(data: DataDir, args) -> str:
+    return args.reranker or load_config(data).settings.reranker
+
+
 def cmd_search(data: DataDir, args) -> int:
     from docdex.server.cli_search import run_search_command
 
     return run_search_command(
-        data, args.query, args.source, args.path_prefix, args.num_results, args.json
+        data,
+        args.query,
+        args.source,
+        args.path_prefix,
+        args.num_results,
+        args.json,
+        reranker=_reranker(data, args),
     )
 
 
 def cmd_eval(data: DataDir, args) -> int:
     from docdex.server.evaluate import run_eval_command
 
-    return run_eval_command(str(data.root), args.queries, args.source, args.k, args.json, args.dump)
+    return run_eval_command(
+        str(data.root),
+        args.queries,
+        args.source,
+        args.k,
+        args.json,
+        args.dump,
+        reranker=_reranker(data, args),
+    )
 
 
 def cmd_serve(data: DataDir, args) -> int:

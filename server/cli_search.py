@@ -6,8 +6,10 @@ import sys
 import textwrap
 
 import msgspec
+
 from docdex.index_format.layout import DataDir
 
+from .rerank import RerankerError
 from .search import Hit, SearchError, SearchResult, search
 from .snapshot import Snapshot
 
@@ -21,6 +23,7 @@ def run_search_command(
     path_prefix: str = "",
     n: int = 10,
     as_json: bool = False,
+    reranker: str = "default",
 ) -> int:
     """Search the current version and print the hits; returns the exit code. Index errors
     (no data directory, no version, a refused version) propagate to the CLI's handler."""
@@ -29,8 +32,8 @@ def run_search_command(
     embedder = Embedder.load()
     snapshot = Snapshot.load(data, embedder=embedder)
     try:
-        result = search(snapshot, embedder, query, n, source, path_prefix)
-    except SearchError as exc:
+        result = search(snapshot, embedder, query, n, source, path_prefix, reranker=reranker)
+    except (SearchError, RerankerError) as exc:
         print(f"docdex: error: {exc}", file=sys.stderr)
         return 1
     finally:

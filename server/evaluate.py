@@ -281,6 +281,7 @@ def evaluate(
     source: str,
     k: int = 3,
     search_fn: SearchFn | None = None,
+    reranker: str = "default",
 ) -> EvalReport:
     """Run every query of the file through `search_fn` (default: docdex search restricted to
     `source`, DEPTH results) and score the ranked lists."""
@@ -288,7 +289,14 @@ def evaluate(
         from .search import search
 
         def search_fn(text: str):
-            return search(snapshot, embedder, text, num_results=max(k, DEPTH), source=source)
+            return search(
+                snapshot,
+                embedder,
+                text,
+                num_results=max(k, DEPTH),
+                source=source,
+                reranker=reranker,
+            )
 
     queries = load_queries(queries_path)
     outcomes = []
@@ -344,7 +352,13 @@ def _opt_pct(x: float | None) -> str:
 
 
 def run_eval_command(
-    data_dir: str, queries: str, source: str, k: int, as_json: bool, dump: str | None
+    data_dir: str,
+    queries: str,
+    source: str,
+    k: int,
+    as_json: bool,
+    dump: str | None,
+    reranker: str = "default",
 ) -> int:
     """`docdex eval`: print the table (or JSON), optionally dump per-query hits; exit code."""
     from docdex.index_format.layout import DataDir, IndexFormatError
@@ -367,7 +381,7 @@ def run_eval_command(
             valid = ", ".join(snapshot.sources) or "(none)"
             print(f"docdex eval: unknown source {source!r}; valid: {valid}", file=sys.stderr)
             return 2
-        report = evaluate(snapshot, embedder, queries, source, k)
+        report = evaluate(snapshot, embedder, queries, source, k, reranker=reranker)
     except (OSError, ValueError, SearchError) as exc:
         print(f"docdex eval: {exc}", file=sys.stderr)
         return 2

@@ -169,3 +169,18 @@ def test_corrupt_index_gets_a_clear_error(tmp_path, capsys):
     (DataDir(data).current).write_text("not-a-number\n")
     assert main(["--data", str(data), "index"]) == 1
     assert "does not name a version" in capsys.readouterr().err
+
+
+def test_search_takes_the_configured_reranker_or_the_flag(tmp_path, capsys):
+    ws = Workspace(tmp_path / "repo")
+    ws.write("a.md", "# Rotation\n\nRotate the signing key with `docdex-keys rotate --now`.\n")
+    ws.commit_and_push()
+    data = str(tmp_path / "data")
+    assert main(["--data", data, "source", "add", "docs", str(ws.bare)]) == 0
+    assert main(["--data", data, "index"]) == 0
+    capsys.readouterr()
+    assert main(["--data", data, "search", "rotate the signing key", "--json"]) == 0
+    [hit] = json.loads(capsys.readouterr().out)["results"]
+    assert hit["path"] == "a.md" and "--now" in hit["text"]
+    assert main(["--data", data, "search", "rotate", "--reranker", "bogus"]) == 1
+    assert "unknown reranker 'bogus'" in capsys.readouterr().err
