@@ -58,14 +58,20 @@ Set DOCDEX_TOKEN to require a bearer token on every request.
 """
 
 
-def build_workspace(root: Path) -> Workspace:
-    """guide/install.md, faq.md (FAQ_E1234) and reference/api.md, pushed."""
+def pushed_workspace(root: Path, files: dict[str, str]) -> Workspace:
+    """A bare repository whose first push carries `files`."""
     ws = Workspace(root)
-    ws.write("guide/install.md", INSTALL)
-    ws.write("faq.md", FAQ_E1234)
-    ws.write("reference/api.md", API)
+    for path, text in files.items():
+        ws.write(path, text)
     ws.commit_and_push("initial")
     return ws
+
+
+def build_workspace(root: Path) -> Workspace:
+    """guide/install.md, faq.md (FAQ_E1234) and reference/api.md, pushed."""
+    return pushed_workspace(
+        root, {"guide/install.md": INSTALL, "faq.md": FAQ_E1234, "reference/api.md": API}
+    )
 
 
 def index_workspace(data: DataDir, ws: Workspace, embedder, **settings) -> int:

@@ -7,6 +7,7 @@ import asyncio
 import json
 
 import pytest
+
 from docdex.server.auth import (
     BearerAuth,
     BindRefused,

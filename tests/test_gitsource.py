@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from dulwich.repo import Repo
+
 from docdex.index_format.model import FileProblem
 from docdex.indexer.gitsource import (
     Change,
@@ -24,7 +26,6 @@ from docdex.indexer.gitsource import (
     resolve_branch,
     source_kind,
 )
-from dulwich.repo import Repo
 
 MD = ["**/*.md"]
 DAY = 86_400

@@ -22,18 +22,16 @@ from docdex.indexer import pipeline
 from docdex.indexer.lock import writer_lock
 from docdex.indexer.pipeline import IndexingError, index_sources
 
-from fixtures import FAQ, INSTALL
+from fixtures import FAQ, INSTALL, pushed_workspace
 from gitrepo import Workspace, git
 
 
 @pytest.fixture()
 def ws(tmp_path) -> Workspace:
-    ws = Workspace(tmp_path)
-    ws.write("guide/install.md", INSTALL)
-    ws.write("faq.md", FAQ)
-    ws.write("notes.txt", "not markdown, never indexed")
-    ws.commit_and_push("initial")
-    return ws
+    return pushed_workspace(
+        tmp_path,
+        {"guide/install.md": INSTALL, "faq.md": FAQ, "notes.txt": "not markdown, never indexed"},
+    )
 
 
 def make_config(ws: Workspace, **settings) -> Config:

@@ -17,17 +17,13 @@ from docdex.server.rerank import MaxSimReranker, resolve_reranker
 from docdex.server.search import search
 from docdex.server.snapshot import Snapshot
 
-from fixtures import FAQ, INSTALL
+from fixtures import FAQ, INSTALL, pushed_workspace
 from gitrepo import Workspace
 
 
 @pytest.fixture()
 def ws(tmp_path) -> Workspace:
-    ws = Workspace(tmp_path)
-    ws.write("guide/install.md", INSTALL)
-    ws.write("faq.md", FAQ)
-    ws.commit_and_push("initial")
-    return ws
+    return pushed_workspace(tmp_path, {"guide/install.md": INSTALL, "faq.md": FAQ})
 
 
 def token_files(data: DataDir) -> list[bool]:
