@@ -26,13 +26,22 @@ BENCHMARKS: dict[str, Callable[[], list[Figure]]] = {
     "index-rustc": _indexing("rustc", 200, full=False),
     "index-powershell": _indexing("powershell", 200, share=0.25),
     "hooks": _lazy("hooks", "bench_push_overhead"),
+    "hooks-rustc": _lazy("hooks", "bench_rustc_push_to_searchable"),
     "queries": _lazy("queries", "bench_queries"),
     "watch": _lazy("watch", "bench_watch_latency"),
     "serve-powershell": _lazy("queries", "bench_serving_powershell"),
 }
 SETS = {
     "quick": ["index-apm", "queries", "hooks", "watch"],
-    "full": ["index-rustc", "index-powershell", "serve-powershell", "queries", "hooks", "watch"],
+    "full": [
+        "index-rustc",
+        "index-powershell",
+        "serve-powershell",
+        "queries",
+        "hooks",
+        "hooks-rustc",
+        "watch",
+    ],
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,11 +23,23 @@ from docdex.indexer.worker import worker_pid
 from docdex.server import metrics
 from docdex.serverproc import ServeProcess
 
-from .common import Figure, median, percentile, say, write_results
+from .common import (
+    CACHE,
+    Figure,
+    first_parent_commits,
+    fresh_bare,
+    median,
+    percentile,
+    say,
+    source_repo,
+    write_results,
+)
 
 OVERHEAD_PUSHES = 20
 SEARCHABLE_PUSHES = 10
 TARGET_OVERHEAD_MS = 100
+RUSTC_PUSHES = 50
+RUSTC_WAIT_S = 120
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "bench",
     "GIT_AUTHOR_EMAIL": "bench@docdex.invalid",
@@ -116,6 +129,93 @@ def _push_to_searchable(root: Path, data: DataDir) -> tuple[list[Figure], dict]:
         Figure(name, "indexing cycle (median)", round(median(cycles), 2), "s"),
     ]
     return figures, {"searchable_seconds": seconds, "cycle_seconds": cycles}
+
+
+# --- push to searchable on rustc-dev-guide -------------------------------------------------
+
+
+def bench_rustc_push_to_searchable() -> list[Figure]:
+    """Replay the last RUSTC_PUSHES first-parent commits of rustc-dev-guide through the hook
+    into a `docdex serve` with its worker; time each push until /health reports its commit."""
+    load_start = os.getloadavg()
+    commits = first_parent_commits("rustc")
+    base, replay = commits[-RUSTC_PUSHES - 1], commits[-RUSTC_PUSHES:]
+    src = source_repo("rustc")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(
+        prefix="hooks-rustc-", dir=CACHE, ignore_cleanup_errors=True
+    ) as tmp:
+        root = Path(tmp)
+        data = DataDir(root / "data")
+        bare = fresh_bare("rustc", base, root)
+        try:
+            _cli(data, "source", "add", "rustc", str(bare), "--branch", "main")
+            say(f"[hooks-rustc] initial index of rustc-dev-guide at {base[:10]} (not measured) ...")
+            started = time.perf_counter()
+            _cli(data, "index")
+            initial_s = time.perf_counter() - started
+            install_hook(data, bare, "rustc")
+            seconds, timeouts = _replay(root, data, src, bare, replay)
+        finally:
+            _stop_worker(data)
+    load_end = os.getloadavg()
+    name = "push to searchable (rustc-dev-guide)"
+    figures = [
+        Figure(name, f"median (n={len(seconds)})", round(median(seconds), 2), "s"),
+        Figure(name, "p95", round(percentile(seconds, 0.95), 2), "s"),
+        Figure(name, f"timeouts (> {RUSTC_WAIT_S} s)", len(timeouts), ""),
+    ]
+    details = {
+        "corpus": "rustc",
+        "base_commit": base,
+        "pushes": len(replay),
+        "searchable_seconds": seconds,
+        "timed_out_commits": timeouts,
+        "initial_index_seconds": round(initial_s, 1),
+        "poll_interval_s": 0.05,
+        "loadavg_start": load_start,
+        "loadavg_end": load_end,
+        "cpus": os.cpu_count(),
+    }
+    write_results("hooks-rustc", figures, details)
+    return figures
+
+
+def _replay(
+    root: Path, data: DataDir, src: Path, bare: Path, replay: list[str]
+) -> tuple[list[float], list[str]]:
+    seconds: list[float] = []
+    timeouts: list[str] = []
+    with ServeProcess(data.root, root / "serve.log", worker=True) as server:
+        server.wait_serving(180)
+        for n, sha in enumerate(replay):
+            started = time.perf_counter()
+            _git(src, "push", "-q", "--force", str(bare), f"{sha}:refs/heads/main")
+            deadline = time.monotonic() + RUSTC_WAIT_S
+            while _served_commit(server, "rustc") != sha:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            else:
+                seconds.append(time.perf_counter() - started)
+                say(f"[hooks-rustc] {n + 1}/{len(replay)} {sha[:10]} {seconds[-1]:.2f} s")
+                continue
+            timeouts.append(sha)
+            say(f"[hooks-rustc] {n + 1}/{len(replay)} {sha[:10]} timed out")
+    return seconds, timeouts
+
+
+def _served_commit(server: ServeProcess, source: str) -> str | None:
+    health = server.health() or {}
+    return (health.get("sources") or {}).get(source, {}).get("commit")
+
+
+def _cli(data: DataDir, *args: str) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "docdex.cli", "--data", str(data.root), *args],
+        check=True,
+        capture_output=True,
+    )
 
 
 # --- helpers -------------------------------------------------------------------------------
