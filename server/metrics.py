@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import msgspec
+
 from docdex.index_format.layout import DataDir, write_atomic
 
 LAST_INGESTION_FILE = "last_ingestion.json"

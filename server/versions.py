@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 import msgspec
+
 from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.index_format.store import current_version
 
