@@ -72,11 +72,6 @@ def build_hnsw(vectors: np.ndarray, threads: int) -> hnswlib.Index:
     return index
 
 
-def live_chunks(segment: Segment, tombstones: list[int]) -> list[int]:
-    dead = set(tombstones)
-    return [i for i in range(len(segment.chunks)) if i not in dead]
-
-
 def relocate(chunk: ChunkRecord, window_start: int) -> ChunkRecord:
     """The same chunk at another row of another segment's vectors."""
     return ChunkRecord(
