@@ -449,6 +449,14 @@ def cmd_eval(data: DataDir, args) -> int:
 
 
 def cmd_serve(data: DataDir, args) -> int:
+    from docdex.server.auth import BindRefused, check_bind, server_token
+    from docdex.server.model import start_loading
+
+    try:
+        check_bind(args.host, server_token(), args.insecure)
+    except BindRefused as exc:
+        raise CommandError(str(exc)) from None
+    model = start_loading(data)  # before the other imports: it loads while they run
     from docdex.indexer.poller import Poller
     from docdex.indexer.worker import start_worker_process, stop_worker_process
     from docdex.server.app import serve
@@ -456,7 +464,7 @@ def cmd_serve(data: DataDir, args) -> int:
     worker = None if args.no_worker else start_worker_process(data)
     try:
         with Poller(data):  # files poll requests for remote sources; the worker takes them
-            return serve(data, host=args.host, port=args.port, insecure=args.insecure)
+            return serve(data, args.host, args.port, args.insecure, model)
     finally:
         if worker:
             stop_worker_process(worker)

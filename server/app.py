@@ -11,6 +11,7 @@
     documents.py  `Docs`: the logic of every tool and route (validation.py, pages.py,
                   health.py, reindex.py hold its parts)
     tools.py      the MCP tools over `Docs`      routes.py  the HTTP routes over `Docs`
+    deferred_mcp.py  /mcp, built from the SDK in a thread once the server listens
     auth.py       bind policy, Host check, bearer token
 
 Every request leases one index version from the `VersionHolder` and answers from it alone.
@@ -21,8 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING
 
 import uvicorn
 from starlette.applications import Starlette
@@ -31,12 +33,15 @@ from starlette.routing import Mount
 
 from docdex.index_format.layout import DataDir
 
-from .auth import BearerAuth, BindRefused, HostCheck, allowed_hosts, check_bind
+from .auth import BearerAuth, HostCheck, allowed_hosts, check_bind, server_token
 from .auth import transport_security as make_transport_security
 from .boot import Boot, load_snapshot, open_docs, setup_logging
+from .deferred_mcp import DeferredMCP
 from .documents import Docs
 from .routes import MCP_PATH, http_routes
-from .tools import build_mcp
+
+if TYPE_CHECKING:
+    from docdex.indexer.embedder import Embedder
 
 __all__ = ["Docs", "build_app", "load_snapshot", "serve"]
 
@@ -46,52 +51,70 @@ def build_app(
     host: str = "127.0.0.1",
     token: str | None = None,
     extra_hosts: list[str] | None = None,
+    on_mcp_ready: Callable[[], None] = lambda: None,
 ) -> Starlette:
-    """The ASGI app. Its lifespan runs the MCP session manager and the version watcher."""
-    mcp = build_mcp(docs)
+    """The ASGI app. Its lifespan runs the version watcher and builds /mcp in the background
+    (deferred_mcp.py), then runs the MCP session manager."""
     hosts = allowed_hosts(host, extra_hosts or [])
-    mcp_app = mcp.streamable_http_app(
-        streamable_http_path=MCP_PATH,
-        stateless_http=True,
-        json_response=True,
-        transport_security=make_transport_security(hosts),
-        host=host,
-    )
+    mcp = DeferredMCP(lambda: _build_mcp_app(docs, host, hosts), on_ready=on_mcp_ready)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
         docs.holder.start()
-        async with mcp.session_manager.run():
-            yield
+        mcp.start()
+        yield
+        await mcp.stop()
         docs.holder.stop()
 
     middleware = [Middleware(HostCheck, allowed=hosts)]
     if token:
         middleware.append(Middleware(BearerAuth, token=token))
     return Starlette(
-        routes=[*http_routes(docs, bool(token)), Mount("/", app=mcp_app)],
+        routes=[*http_routes(docs, bool(token)), Mount("/", app=mcp)],
         middleware=middleware,
         lifespan=lifespan,
     )
 
 
-def serve(data: DataDir, host: str = "127.0.0.1", port: int = 8085, insecure: bool = False) -> int:
-    """Run the server until interrupted. Returns the process exit code."""
+def _build_mcp_app(docs: Docs, host: str, hosts: list[str]):
+    """The SDK's server with our tools and its streamable HTTP app (imports the SDK)."""
+    from .tools import build_mcp
+
+    mcp = build_mcp(docs)
+    app = mcp.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        transport_security=make_transport_security(hosts),
+        host=host,
+    )
+    return mcp, app
+
+
+def serve(
+    data: DataDir,
+    host: str = "127.0.0.1",
+    port: int = 8085,
+    insecure: bool = False,
+    model: Future[Embedder] | None = None,
+) -> int:
+    """Run the server until interrupted. Returns the process exit code. `model`: the model
+    already loading (model.start_loading), so that it overlaps the imports. Raises
+    BindRefused for an address the bind policy refuses (auth.check_bind)."""
     setup_logging()
-    token = os.environ.get("DOCDEX_TOKEN", "").strip() or None
-    try:
-        check_bind(host, token, insecure)
-    except BindRefused as exc:
-        print(f"docdex: error: {exc}", file=sys.stderr)
-        return 1
+    token = server_token()
+    check_bind(host, token, insecure)
     boot = Boot()
-    docs = open_docs(data, boot)
+    docs = open_docs(data, boot, model)
     extra = [h for h in os.environ.get("DOCDEX_ALLOWED_HOSTS", "").split(",") if h.strip()]
-    app = build_app(docs, host=host, token=token, extra_hosts=extra)
-    url = f"http://{host if ':' not in host else f'[{host}]'}:{port}{MCP_PATH}"
+    base = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     auth = "bearer token required" if token else "no token"
+    app = build_app(
+        docs, host, token, extra, on_mcp_ready=lambda: boot.mark(f"ready: MCP at {base}{MCP_PATH}")
+    )
     server = _Uvicorn(
-        _uvicorn_config(app, host, port), lambda: boot.mark(f"ready: MCP at {url} ({auth})")
+        _uvicorn_config(app, host, port),
+        lambda: boot.mark(f"listening: {base} ({auth}); /health and /api/search answer"),
     )
     server.run()
     return 0 if server.started else 1

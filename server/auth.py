@@ -12,11 +12,15 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import os
 import socket
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from mcp.server.transport_security import TransportSecuritySettings
 
 OPEN_PATHS = frozenset({"/", "/health"})
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -38,6 +42,11 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False  # a name: we do not resolve it, so it counts as reachable from outside
+
+
+def server_token() -> str | None:
+    """DOCDEX_TOKEN, when it is set to something."""
+    return os.environ.get("DOCDEX_TOKEN", "").strip() or None
 
 
 def check_bind(host: str, token: str | None, insecure: bool) -> None:
@@ -70,6 +79,8 @@ def allowed_hosts(host: str, extra: Iterable[str] = ()) -> list[str]:
 
 
 def transport_security(hosts: list[str]) -> TransportSecuritySettings:
+    from mcp.server.transport_security import TransportSecuritySettings  # the SDK loads late
+
     origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins

@@ -11,13 +11,15 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
-from docdex.config import ConfigError, load_config
+from docdex.config import load_config
 from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.logs import configure_logging, is_configured
 
 from .documents import Docs
+from .model import load_embedder
 from .search import search
 from .snapshot import Snapshot
 from .versions import VersionHolder
@@ -60,10 +62,11 @@ def setup_logging() -> None:
         configure_logging()
 
 
-def open_docs(data: DataDir, boot: Boot) -> Docs:
-    """The model and the version CURRENT names (when there is one), ready to answer."""
+def open_docs(data: DataDir, boot: Boot, model: Future[Embedder] | None = None) -> Docs:
+    """The model and the version CURRENT names (when there is one), ready to answer.
+    `model`: the model already loading (model.start_loading), else it is loaded here."""
     reranker = load_config(data).settings.reranker
-    embedder = load_embedder(data)
+    embedder = model.result() if model else load_embedder(data)
     boot.mark(f"model loaded: {embedder.info.id} ({embedder.info.dim} dims)")
     holder = VersionHolder(data, load_snapshot(data, embedder, reranker))
     holder.refresh()
@@ -71,16 +74,6 @@ def open_docs(data: DataDir, boot: Boot) -> Docs:
     why = holder.stats().error
     boot.mark(f"version {served} loaded" if served else f"no version to serve yet: {why}")
     return Docs(data, embedder, holder, started=boot.t0, reranker=reranker)
-
-
-def load_embedder(data: DataDir) -> Embedder:
-    from docdex.indexer.embedder import Embedder
-
-    try:
-        threads = load_config(data).settings.threads
-    except ConfigError:
-        threads = 0
-    return Embedder.load(threads=threads or min(2, os.cpu_count() or 1))
 
 
 def load_snapshot(

@@ -74,8 +74,13 @@ def test_boot_is_timed_and_logged(servers):
     log = wait_for(
         lambda: "ready: MCP at" in (out := servers.open.output()) and out, what="ready line"
     )
-    for stage in ("model loaded", f"version {servers.version} loaded", "ready: MCP at"):
-        assert re.search(rf"\[boot \+\d+ ms\] {stage}", log), (stage, log)
+    stages = ("model loaded", f"version {servers.version} loaded", "listening:", "ready: MCP at")
+    positions = []
+    for stage in stages:
+        found = re.search(rf"\[boot \+\d+ ms\] {stage}", log)
+        assert found, (stage, log)
+        positions.append(found.start())
+    assert positions == sorted(positions), log  # HTTP listens before the MCP SDK is built
     assert re.search(r"\[boot \+\d+ ms\] no version to serve yet", servers.empty.output())
 
 

@@ -1,0 +1,74 @@
+"""/mcp, built after the server listens.
+
+Importing the MCP SDK costs about a second of CPU (it builds its protocol's pydantic models at
+import), more than loading the model and an index together. So `docdex serve` listens with
+/health and /api/search first and builds the SDK's app in a thread afterwards; an MCP request
+that arrives before it is ready waits for it rather than failing (adr/0008).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+log = logging.getLogger("docdex.server")
+
+BuildMCP = Callable[[], "tuple[MCPServer, ASGIApp]"]
+
+
+class DeferredMCP:
+    """An ASGI app that forwards to the SDK's streamable HTTP app once `build` has run.
+
+    `start` (from the lifespan) runs `build` in a thread, then keeps the SDK's session manager
+    running until `stop`. Requests wait for the build; if it failed they get a 503 that says
+    why."""
+
+    def __init__(self, build: BuildMCP, on_ready: Callable[[], None] = lambda: None) -> None:
+        self._build = build
+        self._on_ready = on_ready
+        self._ready = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._app: ASGIApp | None = None
+        self._error: str | None = None
+        self._task: asyncio.Task | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        try:
+            mcp, app = await asyncio.to_thread(self._build)
+        except Exception as exc:  # an SDK that cannot load: /mcp says so, the rest serves
+            log.exception("the MCP endpoint could not be built")
+            self._error = f"the MCP endpoint could not be built: {exc}"
+            self._ready.set()
+            return
+        async with mcp.session_manager.run():
+            self._app = app
+            self._ready.set()
+            self._on_ready()
+            await self._stopping.wait()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await self._ready.wait()
+        if self._app is None:
+            body = {"error": self._error or "the MCP endpoint is starting"}
+            await JSONResponse(body, status_code=503)(scope, receive, send)
+            return
+        await self._app(scope, receive, send)

@@ -1,0 +1,90 @@
+"""/mcp before and after the MCP SDK is built (server/deferred_mcp.py), driven as ASGI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from contextlib import asynccontextmanager
+
+from docdex.server.deferred_mcp import DeferredMCP
+
+
+class FakeSessionManager:
+    def __init__(self) -> None:
+        self.running = False
+
+    @asynccontextmanager
+    async def run(self):
+        self.running = True
+        yield
+        self.running = False
+
+
+class FakeMCP:
+    def __init__(self) -> None:
+        self.session_manager = FakeSessionManager()
+
+
+async def answer_ok(scope, receive, send) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+async def request(app) -> tuple[int, bytes]:
+    sent: list[dict] = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": [], "query_string": b""}
+    await app(scope, receive, send)
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return status, body
+
+
+def test_a_request_waits_for_the_build_then_reaches_the_sdk():
+    release = threading.Event()
+    mcp = FakeMCP()
+    ready_calls = []
+
+    def build():
+        release.wait(10)  # the SDK "imports" until the request is already waiting
+        return mcp, answer_ok
+
+    async def scenario():
+        deferred = DeferredMCP(build, on_ready=lambda: ready_calls.append(1))
+        deferred.start()
+        pending = asyncio.ensure_future(request(deferred))
+        await asyncio.sleep(0.05)
+        assert not pending.done()  # waiting, not failed
+        release.set()
+        status, body = await asyncio.wait_for(pending, 10)
+        assert mcp.session_manager.running
+        await deferred.stop()
+        return status, body
+
+    assert asyncio.run(scenario()) == (200, b"ok")
+    assert ready_calls == [1]
+    assert not mcp.session_manager.running  # stopped with the server
+
+
+def test_a_failed_build_answers_503_with_the_reason():
+    def build():
+        raise ImportError("no module named 'mcp'")
+
+    async def scenario():
+        deferred = DeferredMCP(build)
+        deferred.start()
+        answer = await asyncio.wait_for(request(deferred), 10)
+        await deferred.stop()
+        return answer
+
+    status, body = asyncio.run(scenario())
+    assert status == 503
+    assert "could not be built" in json.loads(body)["error"]
+    assert "no module named 'mcp'" in json.loads(body)["error"]
