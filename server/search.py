@@ -280,7 +280,7 @@ def bm25_top(
     out = []
     for score, address in searcher.search(query, RETRIEVE_K, count=False).hits:
         chunk_id = searcher.doc(address)["chunk_id"][0]
-        key = snapshot.chunk_index.get(chunk_id)
+        key = snapshot.locate(chunk_id)
         if key is not None:
             out.append((key, float(score)))
     return out
@@ -291,8 +291,9 @@ def dense_top(
 ) -> list[tuple[tuple[int, int], float]]:
     """Top chunks by their best window's cosine, over every segment, under the filters."""
     best: dict[tuple[int, int], float] = {}
+    allowed = chunk_filters(snapshot, source, path_prefix)
     for s, seg in enumerate(snapshot.segments):
-        rows, sims = _segment_knn(seg, qvec, chunk_filter(snapshot, s, source, path_prefix))
+        rows, sims = _segment_knn(seg, qvec, allowed[s] if allowed else None)
         for row, sim in zip(rows.tolist(), sims.tolist(), strict=True):
             key = (s, int(seg.segment.owners[row]))
             if sim > best.get(key, -2.0):
@@ -301,16 +302,20 @@ def dense_top(
     return ranked[:RETRIEVE_K]
 
 
-def chunk_filter(snapshot: Snapshot, s: int, source: str, path_prefix: str) -> np.ndarray | None:
-    """(chunks,) bool of the chunks of segment `s` passing the filters; None: no filter."""
+def chunk_filters(snapshot: Snapshot, source: str, path_prefix: str) -> list[np.ndarray] | None:
+    """Per segment, (chunks,) bool of the chunks passing the filters; None: no filter. Built
+    from the page tables, so no chunk record is decoded."""
     if not source and not path_prefix:
         return None
-    chunks = snapshot.segments[s].chunks
-    return np.fromiter(
-        ((not source or c.source == source) and c.path.startswith(path_prefix) for c in chunks),
-        dtype=bool,
-        count=len(chunks),
-    )
+    picked: list[list[int]] = [[] for _ in snapshot.segments]
+    for page in snapshot.pages.values():
+        if (not source or page.source == source) and page.path.startswith(path_prefix):
+            for ref in page.chunks:
+                picked[snapshot.segment_positions[ref.segment]].append(ref.index)
+    masks = [np.zeros(len(seg.chunks), dtype=bool) for seg in snapshot.segments]
+    for mask, indexes in zip(masks, picked, strict=True):
+        mask[indexes] = True
+    return masks
 
 
 def _segment_knn(
@@ -337,10 +342,10 @@ def _segment_knn(
 
 
 def chunk_cosine(seg: LoadedSegment, index: int, qvec: np.ndarray) -> float:
-    vectors = seg.segment.chunk_vectors(index)
+    vectors = seg.chunk_vectors(index, exact=len(seg.live_rows) <= EXACT_DENSE_MAX_ROWS)
     if not len(vectors):
         return 0.0
-    return float((np.asarray(vectors, dtype=np.float32) @ qvec).max())
+    return float((vectors @ qvec).max())
 
 
 # --- fusion ---------------------------------------------------------------------------------

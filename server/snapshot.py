@@ -2,8 +2,8 @@
 
 A `Snapshot` follows one manifest and never changes afterwards; a new version is a new
 snapshot (the server swaps its reference and closes the old one when no search holds it).
-Vectors and token vectors stay memory-mapped; only chunk records, page tables and the HNSW
-graphs are read into memory.
+Vectors, token vectors and chunk records stay memory-mapped (a record is decoded when a search
+touches it); page tables and the HNSW graphs are read into memory.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import ctypes
 import glob
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
@@ -61,8 +62,20 @@ class LoadedSegment:
         return np.asarray(self.segment.vectors, dtype=np.float32)
 
     @property
-    def chunks(self) -> list[ChunkRecord]:
+    def chunks(self) -> Sequence[ChunkRecord]:
         return self.segment.chunks
+
+    def chunk_vectors(self, index: int, exact: bool) -> np.ndarray:
+        """(windows, dim) float32 vectors of chunk `index`: from the float32 copy when the
+        segment is searched exactly, else from the HNSW graph's own copy, so that the
+        memory-mapped vectors.npy is not paged into this process."""
+        chunk = self.chunks[index]
+        start, stop = chunk.window_start, chunk.window_start + chunk.window_count
+        if exact or self.hnsw is None:
+            return self.vectors32[start:stop]
+        if start == stop:
+            return np.zeros((0, self.segment.dim), dtype=np.float32)
+        return self.hnsw.get_items(list(range(start, stop)))
 
 
 @dataclass
@@ -70,8 +83,8 @@ class Snapshot:
     data: DataDir
     manifest: Manifest
     segments: list[LoadedSegment]
-    chunk_index: dict[str, tuple[int, int]]  # live chunk_id -> (segment position, chunk index)
-    pages: dict[str, PageRecord]  # doc_id -> page
+    pages: dict[str, PageRecord]  # doc_id -> page (its ChunkRefs name its live chunks)
+    segment_positions: dict[str, int]  # segment id -> position in `segments`
     text_index: tantivy.Index
     searcher: tantivy.Searcher
     cache: dict = field(default_factory=dict)  # derived data computed once (e.g. token IDF)
@@ -106,15 +119,26 @@ class Snapshot:
             data=data,
             manifest=manifest,
             segments=segments,
-            chunk_index=_chunk_index(segments),
             pages=_pages(data, manifest),
+            segment_positions={seg.id: s for s, seg in enumerate(segments)},
             text_index=text_index,
             searcher=text_index.searcher(),
         )
 
+    def locate(self, chunk_id: str) -> tuple[int, int] | None:
+        """(segment position, chunk index) of the live chunk `doc_id#chunkN`, or None: the
+        Nth ChunkRef of its page says where it is."""
+        doc_id, _, n = chunk_id.rpartition("#chunk")
+        page = self.pages.get(doc_id)
+        canonical = n.isascii() and n.isdigit() and str(int(n)) == n
+        if page is None or not canonical or int(n) >= len(page.chunks):
+            return None
+        ref = page.chunks[int(n)]
+        return self.segment_positions[ref.segment], ref.index
+
     def chunk(self, chunk_id: str) -> ChunkRecord | None:
         """The live chunk with this id, or None."""
-        where = self.chunk_index.get(chunk_id)
+        where = self.locate(chunk_id)
         if where is None:
             return None
         return self.segments[where[0]].chunks[where[1]]
@@ -129,7 +153,6 @@ class Snapshot:
                 seg.hnsw = None
                 seg.tokens = None
             self.segments = []
-            self.chunk_index = {}
             del self.searcher, self.text_index
 
 
@@ -208,14 +231,6 @@ def _load_hnsw(path: Path, dim: int, rows: int) -> hnswlib.Index:
     index.set_ef(HNSW_EF)
     index.set_num_threads(1)
     return index
-
-
-def _chunk_index(segments: list[LoadedSegment]) -> dict[str, tuple[int, int]]:
-    out: dict[str, tuple[int, int]] = {}
-    for s, seg in enumerate(segments):
-        for i in np.flatnonzero(seg.live):
-            out[seg.chunks[i].chunk_id] = (s, int(i))
-    return out
 
 
 def _pages(data: DataDir, manifest: Manifest) -> dict[str, PageRecord]:

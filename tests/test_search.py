@@ -6,12 +6,13 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 
 from docdex.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DataDir, IndexFormatError
-from docdex.index_format.model import EmbedderInfo
+from docdex.index_format.model import ChunkRecord, EmbedderInfo
 from docdex.indexer.pipeline import index_sources
 from docdex.server import late_interaction as li
 from docdex.server import search as search_mod
@@ -269,12 +270,39 @@ def test_tombstoned_chunks_never_appear(index, snap, embedder):
     for reranker in ("none", "default"):
         result = search(snap, embedder, "zanzibarquux", num_results=20, reranker=reranker)
         assert all("zanzibarquux" not in t for t in texts(result))
-        assert all(h.chunk_id in snap.chunk_index for h in result.results)
+        assert all(snap.locate(h.chunk_id) is not None for h in result.results)
     old = Snapshot.load(index, version=1, embedder=embedder)
     try:
         assert "zanzibarquux" in search(old, embedder, "zanzibarquux").results[0].text
     finally:
         old.close()
+
+
+def test_chunk_ids_resolve_through_the_page_tables(snap):
+    page = next(p for p in snap.pages.values() if len(p.chunks) > 1)
+    for n in range(len(page.chunks)):
+        assert snap.chunk(f"{page.doc_id}#chunk{n}").chunk_id == f"{page.doc_id}#chunk{n}"
+    bad = ["#chunk01", "#chunk-1", "#chunk\u00b2", f"#chunk{len(page.chunks)}", "#chunk", ""]
+    assert all(snap.locate(page.doc_id + suffix) is None for suffix in bad)
+    assert snap.locate("nosuchsource:nosuch.md#chunk0") is None
+
+
+def test_chunk_records_decode_lazily_and_a_corrupt_file_is_refused(index, tmp_path):
+    from docdex.index_format.store import CHUNKS_FILE, ChunkTable, load_manifest, load_segment
+
+    ref = load_manifest(index, 1).segments[0]
+    table = load_segment(index, ref.id, 384).chunks
+    path = index.segment(ref.id) / CHUNKS_FILE
+    records = msgspec.msgpack.decode(path.read_bytes(), type=list[ChunkRecord])
+    assert isinstance(table, ChunkTable) and list(table) == records
+    assert table[-1] == records[-1] and table[1:3] == records[1:3]
+    with pytest.raises(IndexError):
+        table[len(records)]
+    for damage in (path.read_bytes()[:-7], b"", b"\x93\x01\x02\x03"):
+        broken = tmp_path / "chunks.msgpack"
+        broken.write_bytes(damage)
+        with pytest.raises(msgspec.DecodeError):
+            ChunkTable(broken)
 
 
 def test_snapshot_refuses_another_embedder(index, embedder):
