@@ -70,12 +70,17 @@ class ChunkRecord(msgspec.Struct, frozen=True):
     window_count: int
 
 
-class ChunkRef(msgspec.Struct, frozen=True, array_like=True):
-    """Where a page's chunk lives, with what an incremental run needs to reuse its vectors
-    without decoding the segment's chunk records."""
+class ChunkLocation(msgspec.Struct, frozen=True, array_like=True):
+    """Where a page's chunk lives: all a reader needs (the leading fields of a ChunkRef)."""
 
     segment: str
     index: int  # position in the segment's chunks.msgpack
+
+
+class ChunkRef(ChunkLocation, frozen=True, array_like=True):
+    """Where a page's chunk lives, with what an incremental run needs to reuse its vectors
+    without decoding the segment's chunk records."""
+
     window_start: int
     window_count: int
     content_hash: str
@@ -86,7 +91,9 @@ class FileProblem(msgspec.Struct, frozen=True):
     problem: str  # a sentence naming what is wrong and the setting involved, if any
 
 
-class PageRecord(msgspec.Struct, frozen=True):
+class PageInfo(msgspec.Struct, frozen=True):
+    """A page's metadata: what PageRecord and ServedPage share."""
+
     doc_id: str
     source: str
     path: str
@@ -98,7 +105,19 @@ class PageRecord(msgspec.Struct, frozen=True):
     modified: str  # ISO 8601 UTC; last commit that changed it (mtime of an uncommitted edit)
     commit: str  # the commit of `modified` ("" for an uncommitted working-tree edit)
     size: int  # bytes of the file
+
+
+class PageRecord(PageInfo, frozen=True):
+    """A page of a source's page table (pages/*.msgpack)."""
+
     chunks: list[ChunkRef]
+
+
+class ServedPage(PageInfo, frozen=True):
+    """A page as the server reads it: the same record decoded with ChunkLocations only, so
+    that a large corpus's content hashes and window rows stay on disk."""
+
+    chunks: list[ChunkLocation]
 
 
 class SegmentRef(msgspec.Struct, frozen=True):

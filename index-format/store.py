@@ -12,18 +12,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import overload
+from typing import TypeVar, overload
 
 import msgspec
 import numpy as np
 
 from .layout import VERSION_DIGITS, DataDir, IndexFormatError, write_atomic
-from .model import FORMAT_MAJOR, ChunkRecord, Manifest, PageRecord
+from .model import FORMAT_MAJOR, ChunkRecord, Manifest, PageInfo, PageRecord, ServedPage
+
+P = TypeVar("P", bound=PageInfo)
 
 _manifest_decoder = msgspec.json.Decoder(Manifest)
 _chunk_decoder = msgspec.msgpack.Decoder(ChunkRecord)
 _raw_list_decoder = msgspec.msgpack.Decoder(list[msgspec.Raw])
-_pages_decoder = msgspec.msgpack.Decoder(list[PageRecord])
+_pages_decoders = {t: msgspec.msgpack.Decoder(list[t]) for t in (PageRecord, ServedPage)}
 _encoder = msgspec.msgpack.Encoder()
 
 CHUNKS_FILE = "chunks.msgpack"
@@ -195,12 +197,13 @@ def directory_bytes(path: Path) -> int:
 # --- page tables ---------------------------------------------------------------------------
 
 
-def load_pages(data: DataDir, name: str) -> list[PageRecord]:
+def load_pages(data: DataDir, name: str, as_type: type[P] = PageRecord) -> list[P]:
+    """The page table `name`, as PageRecords (the indexer) or ServedPages (readers)."""
     if not name:
         return []
     path = data.pages_file(name)
     try:
-        return _pages_decoder.decode(path.read_bytes())
+        return _pages_decoders[as_type].decode(path.read_bytes())
     except FileNotFoundError:
         raise IndexFormatError(f"page table {path} is missing") from None
     except msgspec.DecodeError as exc:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from docdex.config import ConfigError, load_config
 from docdex.index_format.layout import DataDir
-from docdex.index_format.model import PageRecord
+from docdex.index_format.model import ServedPage
 
 from .health import health_report
 from .pages import CHUNK_ID, chunk_document, page_document, page_summary, source_info
@@ -143,7 +143,7 @@ class Docs:
         return health_report(self.data, self.embedder, self.holder, self.reranker, self.started)
 
 
-def _created_within(page: PageRecord, after: datetime | None, before: datetime | None) -> bool:
+def _created_within(page: ServedPage, after: datetime | None, before: datetime | None) -> bool:
     if after is None and before is None:
         return True
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from docdex.index_format.model import ChunkRecord, PageRecord, SourceState
+from docdex.index_format.model import ChunkRecord, ServedPage, SourceState
 
 from .snapshot import Snapshot
 
@@ -20,7 +20,7 @@ TEXT_KIND = (
 )
 
 
-def page_summary(page: PageRecord) -> dict[str, Any]:
+def page_summary(page: ServedPage) -> dict[str, Any]:
     return {
         "doc_id": page.doc_id,
         "source": page.source,
@@ -35,7 +35,7 @@ def page_summary(page: PageRecord) -> dict[str, Any]:
     }
 
 
-def page_chunks(snapshot: Snapshot, page: PageRecord) -> list[ChunkRecord]:
+def page_chunks(snapshot: Snapshot, page: ServedPage) -> list[ChunkRecord]:
     by_id = {seg.id: seg for seg in snapshot.segments}
     out = []
     for ref in page.chunks:
@@ -58,7 +58,7 @@ def reassemble(chunks: list[ChunkRecord]) -> str:
     return "\n".join(lines)
 
 
-def page_document(snapshot: Snapshot, page: PageRecord) -> dict[str, Any]:
+def page_document(snapshot: Snapshot, page: ServedPage) -> dict[str, Any]:
     chunks = page_chunks(snapshot, page)
     return {
         "kind": "page",

@@ -22,7 +22,7 @@ import numpy as np
 import tantivy
 
 from docdex.index_format.layout import DataDir, IndexFormatError
-from docdex.index_format.model import FORMAT_MAJOR, ChunkRecord, Manifest, PageRecord
+from docdex.index_format.model import FORMAT_MAJOR, ChunkRecord, Manifest, ServedPage
 from docdex.index_format.store import (
     HNSW_FILE,
     Segment,
@@ -83,7 +83,7 @@ class Snapshot:
     data: DataDir
     manifest: Manifest
     segments: list[LoadedSegment]
-    pages: dict[str, PageRecord]  # doc_id -> page (its ChunkRefs name its live chunks)
+    pages: dict[str, ServedPage]  # doc_id -> page (its chunks name its live chunks)
     segment_positions: dict[str, int]  # segment id -> position in `segments`
     text_index: tantivy.Index
     searcher: tantivy.Searcher
@@ -233,10 +233,10 @@ def _load_hnsw(path: Path, dim: int, rows: int) -> hnswlib.Index:
     return index
 
 
-def _pages(data: DataDir, manifest: Manifest) -> dict[str, PageRecord]:
-    pages: dict[str, PageRecord] = {}
+def _pages(data: DataDir, manifest: Manifest) -> dict[str, ServedPage]:
+    pages: dict[str, ServedPage] = {}
     for state in manifest.sources.values():
-        for page in load_pages(data, state.pages_file):
+        for page in load_pages(data, state.pages_file, ServedPage):
             pages[page.doc_id] = page
     return pages
 

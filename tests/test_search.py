@@ -287,6 +287,21 @@ def test_chunk_ids_resolve_through_the_page_tables(snap):
     assert snap.locate("nosuchsource:nosuch.md#chunk0") is None
 
 
+def test_served_pages_are_page_records_without_the_reuse_fields(index):
+    from docdex.index_format.model import ServedPage
+    from docdex.index_format.store import load_current, load_pages
+
+    for state in load_current(index).sources.values():
+        records = load_pages(index, state.pages_file)
+        served = load_pages(index, state.pages_file, ServedPage)
+        assert [p.doc_id for p in served] == [p.doc_id for p in records]
+        for record, page in zip(records, served, strict=True):
+            assert [(c.segment, c.index) for c in page.chunks] == [
+                (c.segment, c.index) for c in record.chunks
+            ]
+            assert all(not hasattr(c, "content_hash") for c in page.chunks)
+
+
 def test_chunk_records_decode_lazily_and_a_corrupt_file_is_refused(index, tmp_path):
     from docdex.index_format.store import CHUNKS_FILE, ChunkTable, load_manifest, load_segment
 
