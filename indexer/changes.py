@@ -4,7 +4,9 @@ Two kinds of snapshot are indexed: a commit (bare repositories, mirrors of remot
 checkouts indexed by `docdex index`) and a checkout's working tree (`docdex watch`). Both
 are compared with the previous state the same way: git blob ids, so unchanged files are
 never read again, and a tree diff where both sides are commits, so the cost follows the
-change. Each answer says how to read a file and what dates its page gets.
+change. A symlink's page also depends on what the link resolves to: it is read again when
+that changes, though the link itself did not. Each answer says how to read a file and what
+dates its page gets.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from docdex.index_format.model import FileProblem, PageRecord, SourceState
 
 from . import gitsource
 from .gitsource import Change, FileEntry, PageDates
-from .worktree import WORKTREE_SUFFIX, Worktree, WorktreeFile, iso_time, under
+from .worktree import SYMLINK_MODE, WORKTREE_SUFFIX, Worktree, WorktreeFile, iso_time, under
 
 Reader = Callable[[FileEntry], str | FileProblem]
 
@@ -108,11 +110,13 @@ def commit_changes(
         changes = full_changes(files, old_pages)
     elif old.endswith(WORKTREE_SUFFIX):
         changes = _indexed_diff(repo, head, source, old_pages)  # a working tree is no commit
+        changes = _with_relinked_commit(repo, source, None, head, changes)
     else:
         indexed = {p.path: p.blob for p in old_pages.values()}
         changes = gitsource.diff_commits(
             repo, old, head, source.include, source.exclude, indexed=indexed
         )
+        changes = _with_relinked_commit(repo, source, old, head, changes)
     touched = touched_paths(changes)
     redate = {p.path for p in old_pages.values() if not p.commit and p.path not in touched}
     wanted = {c.path for c in changes if c.kind != "delete"} | redate
@@ -127,6 +131,27 @@ def commit_changes(
         dates=dates,
         redated={path: dates[path] for path in redate if path in dates},
     )
+
+
+def _with_relinked_commit(
+    repo: Repo, source: SourceConfig, old: str | None, head: str, changes: list[Change]
+) -> list[Change]:
+    """`changes` plus the links they leave alone that lead elsewhere at `head` than at
+    `old` (a target edited, deleted or moved); every link when `old` is not a commit."""
+    touched = touched_paths(changes)
+    links = gitsource.list_links(repo, head, source.include, source.exclude)
+    unchanged = [entry for path, entry in links.items() if path not in touched]
+    retargeted = gitsource.retargeted_links(repo, old, head, unchanged)
+    return _sorted(changes + [_reread(e.path, e.blob, e.mode, e.blob) for e in retargeted])
+
+
+def _reread(path: str, blob: str, mode: int, old_blob: str) -> Change:
+    """A modify of a link that did not change itself, so that its page is read again."""
+    return Change("modify", path, blob=blob, old_blob=old_blob, mode=mode)
+
+
+def _sorted(changes: list[Change]) -> list[Change]:
+    return sorted(changes, key=lambda c: (c.path, c.kind))
 
 
 def _indexed_diff(
@@ -192,10 +217,47 @@ def _scan(
     indexed = _indexed_blobs(base, old_pages)
     if dirty is None or not base.commit.endswith(WORKTREE_SUFFIX):
         current = tree.files()
-        return current, _blob_diff(indexed, current)
+        changes = _blob_diff(indexed, current)
+        relinked = _relinked(tree, indexed, _links(current), changes, set())
+        return current, _with_rereads(changes, relinked, indexed)
     paths = set(dirty) | _moved_paths(repo, base_commit(base), head, source)
     current = tree.files_at(paths)
-    return current, _blob_diff({p: b for p, b in indexed.items() if under(p, paths)}, current)
+    changes = _blob_diff({p: b for p, b in indexed.items() if under(p, paths)}, current)
+    links = tree.links_at(indexed) | _links(current)
+    beside_files = {p for p in paths if p not in current}  # directories, other files, deletes
+    relinked = _relinked(tree, indexed, links, changes, beside_files)
+    current.update(relinked)
+    return current, _with_rereads(changes, relinked, indexed)
+
+
+def _links(files: dict[str, WorktreeFile]) -> dict[str, WorktreeFile]:
+    return {path: f for path, f in files.items() if f.mode == SYMLINK_MODE}
+
+
+def _relinked(
+    tree: Worktree,
+    indexed: dict[str, str],
+    links: dict[str, WorktreeFile],
+    changes: list[Change],
+    changed: set[str],
+) -> dict[str, WorktreeFile]:
+    """The indexed `links` that `changes` leave alone but whose resolution looks at a path
+    they touch or at one of `changed`."""
+    changed = changed | touched_paths(changes)
+    return {
+        path: f
+        for path, f in links.items()
+        if path in indexed
+        and path not in changed
+        and any(under(p, changed) for p in tree.resolve_link(path).looked_at)
+    }
+
+
+def _with_rereads(
+    changes: list[Change], relinked: dict[str, WorktreeFile], indexed: dict[str, str]
+) -> list[Change]:
+    rereads = [_reread(path, f.blob, f.mode, indexed[path]) for path, f in relinked.items()]
+    return _sorted(changes + rereads)
 
 
 def _committed_since(

@@ -35,6 +35,8 @@ from dulwich.repo import Repo
 
 from docdex.index_format.model import FileProblem
 
+from . import symlinks
+
 SourceKind = Literal["bare", "checkout", "remote"]
 ChangeKind = Literal["add", "modify", "delete", "rename"]
 
@@ -107,8 +109,22 @@ def open_repo(path: str) -> Iterator[Repo]:
         repo = Repo(str(Path(path).expanduser()))
     except (NotGitRepository, OSError, ValueError) as exc:
         raise GitSourceError(f"cannot open git repository {path!r}: {exc}") from exc
+    _bound_delta_cache(repo)
     with repo:
         yield repo
+
+
+DELTA_BASE_CACHE_BYTES = 16 * 1024 * 1024
+
+
+def _bound_delta_cache(repo: Repo) -> None:
+    """Dulwich keeps up to 96 MiB of resolved delta bases per pack (git's default). A run
+    reads each file once and gains little from it, and on a large first run it was about
+    85 MB of the peak (adr/0007). A limit the repository sets (core.deltaBaseCacheLimit)
+    is kept."""
+    store = repo.object_store
+    if getattr(store, "delta_base_cache_limit", 0) is None:
+        store.delta_base_cache_limit = DELTA_BASE_CACHE_BYTES
 
 
 def resolve_branch(repo: Repo, branch: str | None) -> tuple[str, str | None]:
@@ -188,6 +204,12 @@ def _is_file(mode: int) -> bool:
     return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
 
 
+# How modes are spelled in a raw tree object ("<mode> <name>\0<id>"); a name or an id can
+# contain these bytes too, which only costs a needless parse.
+_DIR_MODE = b"40000 "
+_SYMLINK_MODE = b"120000 "
+
+
 class _TreeReader:
     """Tree entries parsed straight from raw objects into dicts.
 
@@ -227,6 +249,21 @@ class _TreeReader:
                 if stat.S_ISDIR(mode):
                     todo.append((prefix + name + b"/", child))
                 elif _is_file(mode):
+                    yield prefix + name, (mode, child)
+
+    def symlinks(self, tree_sha: bytes) -> Iterator[tuple[bytes, Entry]]:
+        """Every symlink under the tree. A tree whose raw entries have no directory or
+        symlink mode in them (most trees of a documentation repository) is not parsed."""
+        todo = [(b"", tree_sha)]
+        while todo:
+            prefix, sha = todo.pop()
+            _type, raw = self._store.get_raw(ObjectID(sha))
+            if _DIR_MODE not in raw and _SYMLINK_MODE not in raw:
+                continue
+            for name, (mode, child) in self.entries(sha).items():
+                if stat.S_ISDIR(mode):
+                    todo.append((prefix + name + b"/", child))
+                elif stat.S_ISLNK(mode):
                     yield prefix + name, (mode, child)
 
     def diff(
@@ -347,8 +384,14 @@ def list_files(
     repo: Repo, commit: str, include: list[str], exclude: list[str]
 ) -> dict[str, FileEntry]:
     tree = _require_commit(repo, commit).tree
+    return _in_globs(_TreeReader(repo).files(tree), include, exclude)
+
+
+def _in_globs(
+    found: Iterable[tuple[bytes, Entry]], include: list[str], exclude: list[str]
+) -> dict[str, FileEntry]:
     files: dict[str, FileEntry] = {}
-    for raw_path, (mode, sha) in _TreeReader(repo).files(tree):
+    for raw_path, (mode, sha) in found:
         path = _to_str(raw_path)
         if matches(path, include, exclude):
             files[path] = FileEntry(path, sha.decode(), mode)
@@ -480,7 +523,6 @@ def diff_against_indexed(indexed: dict[str, str], current: dict[str, FileEntry])
 # --- reading markdown -----------------------------------------------------------------------
 
 _BINARY_PROBE = 8192
-_MAX_SYMLINK_HOPS = 40
 
 
 def read_markdown(repo: Repo, commit: str, entry: FileEntry, max_bytes: int) -> str | FileProblem:
@@ -488,7 +530,7 @@ def read_markdown(repo: Repo, commit: str, entry: FileEntry, max_bytes: int) -> 
     follow symlinks), or a FileProblem saying why it is not indexed."""
     blob = entry.blob.encode("ascii")
     if stat.S_ISLNK(entry.mode):
-        target = _follow_symlink(repo, _root_tree(repo, commit), entry)
+        target = resolve_links(repo, commit, [entry])[entry.path]
         if isinstance(target, FileProblem):
             return target
         blob = target
@@ -513,54 +555,63 @@ def decode_markdown(path: str, data: bytes, max_bytes: int) -> str | FileProblem
         return FileProblem(path, f"invalid UTF-8 at byte offset {bom + exc.start}; not indexed")
 
 
-def _follow_symlink(repo: Repo, root_tree: bytes, link: FileEntry) -> bytes | FileProblem:
-    """Resolve like the filesystem would, but never leaving the commit's tree."""
+# --- symlinks -------------------------------------------------------------------------------
+
+LinkTarget = bytes | FileProblem  # the blob a symlink leads to, or why it is not followed
+
+
+def list_links(
+    repo: Repo, commit: str, include: list[str], exclude: list[str]
+) -> dict[str, FileEntry]:
+    """The symlinks among the files the globs select."""
+    tree = _require_commit(repo, commit).tree
+    return _in_globs(_TreeReader(repo).symlinks(tree), include, exclude)
+
+
+def resolve_links(
+    repo: Repo, commit_or_tree: str, links: Iterable[FileEntry]
+) -> dict[str, LinkTarget]:
+    """What each symlink leads to in the tree of `commit_or_tree`, never leaving it."""
     reader = _TreeReader(repo)
+    root = _root_tree(repo, commit_or_tree)
+    return {link.path: _follow_symlink(repo, reader, root, link) for link in links}
+
+
+def retargeted_links(
+    repo: Repo, old_commit: str | None, new_commit: str, links: list[FileEntry]
+) -> list[FileEntry]:
+    """The `links` of new_commit that lead to other content (or another problem) than at
+    old_commit: all of them when old_commit is None or gone from the object store."""
+    new = resolve_links(repo, new_commit, links)
+    try:
+        old = resolve_links(repo, old_commit, links) if old_commit else {}
+    except (GitSourceError, KeyError):  # the old commit, or objects of its tree, were pruned
+        old = {}
+    return [link for link in links if link.path not in old or old[link.path] != new[link.path]]
+
+
+def _follow_symlink(repo: Repo, reader: _TreeReader, root: bytes, link: FileEntry) -> LinkTarget:
     target = _read_blob(repo, link.blob.encode("ascii"))
-    shown = target.decode("utf-8", "replace")
+    resolved = symlinks.resolve(
+        root, link.path, target, functools.partial(_tree_entry, repo, reader)
+    )
+    if resolved.file is None:
+        return FileProblem(link.path, f"{resolved.problem}: {target.decode('utf-8', 'replace')}")
+    return resolved.file
 
-    def problem(text: str) -> FileProblem:
-        return FileProblem(link.path, f"{text}: {shown}")
 
-    outside = "symlink to outside the repository is not followed"
-    if target.startswith(b"/"):
-        return problem(outside)
-    dirs = [reader.entries(root_tree)]
-    for part in _to_bytes(link.path).split(b"/")[:-1]:
-        found = dirs[-1].get(part)
-        if found is None or not stat.S_ISDIR(found[0]):
-            raise GitSourceError(f"{link.path!r} is not in tree {root_tree.decode()}")
-        dirs.append(reader.entries(found[1]))
-    pending = deque(target.split(b"/"))
-    hops = 1
-    while pending:
-        part = pending.popleft()
-        if part in (b"", b"."):
-            continue
-        if part == b"..":
-            if len(dirs) == 1:
-                return problem(outside)
-            dirs.pop()
-            continue
-        found = dirs[-1].get(part)
-        if found is None:
-            return problem("symlink target does not exist in the repository")
-        mode, sha = found
-        if stat.S_ISLNK(mode):
-            hops += 1
-            if hops > _MAX_SYMLINK_HOPS:
-                return problem("symlink loop is not followed")
-            next_target = _read_blob(repo, sha)
-            if next_target.startswith(b"/"):
-                return problem(outside)
-            pending.extendleft(reversed(next_target.split(b"/")))
-        elif stat.S_ISDIR(mode):
-            dirs.append(reader.entries(sha))
-        elif stat.S_ISREG(mode) and not any(p not in (b"", b".") for p in pending):
-            return sha
-        else:  # a gitlink, or a file used as a directory
-            return problem("symlink target does not exist in the repository")
-    return problem("symlink points to a directory, not a file")
+def _tree_entry(repo: Repo, reader: _TreeReader, tree: bytes, name: bytes) -> symlinks.Entry:
+    found = reader.entries(tree).get(name)
+    if found is None:
+        return symlinks.Entry("missing")
+    mode, sha = found
+    if stat.S_ISLNK(mode):
+        return symlinks.Entry("link", target=_read_blob(repo, sha))
+    if stat.S_ISDIR(mode):
+        return symlinks.Entry("dir", directory=sha)
+    if stat.S_ISREG(mode):
+        return symlinks.Entry("file", file=sha)
+    return symlinks.Entry("missing")  # a gitlink
 
 
 # --- page dates -----------------------------------------------------------------------------
@@ -818,10 +869,13 @@ __all__ = [
     "decode_markdown",
     "diff_commits",
     "list_files",
+    "list_links",
     "matches",
     "open_repo",
     "page_dates",
     "read_markdown",
     "resolve_branch",
+    "resolve_links",
+    "retargeted_links",
     "source_kind",
 ]

@@ -116,10 +116,15 @@ class EventFilter:
         return False
 
 
+# Rules that can change how every file below compares: which files count, and what blob
+# id git's line-ending conversion gives them.
+_WHOLE_TREE_FILES = (".gitignore", ".gitattributes")
+
+
 @dataclass
 class Pending:
     """Dirty paths collected across batches until the tree has been quiet for a while;
-    None for a source means "look at everything" (its ignore rules changed)."""
+    None for a source means "look at everything" (its ignore or attribute rules changed)."""
 
     paths: Dirty = field(default_factory=dict)
     since: float | None = None  # monotonic time of the first event not yet indexed
@@ -133,7 +138,7 @@ class Pending:
         self._started()
 
     def _add(self, name: str, rel: Path) -> None:
-        if rel.name == ".gitignore":
+        if rel.name in _WHOLE_TREE_FILES:
             self.paths[name] = None
             return
         dirty = self.paths.setdefault(name, set())

@@ -195,6 +195,42 @@ def test_watch_follows_create_edit_delete_rename(tmp_path, ws, embedder):
         assert pages(data)["faq.md"].commit == head(ws)
 
 
+def test_watch_rereads_links_when_their_target_is_saved_or_deleted(tmp_path, ws, embedder):
+    (ws.work / "link.md").symlink_to("guide/install.md")
+    ws.commit("a link")
+    data = DataDir(tmp_path / "data")
+    configure(data, ws)
+    with watching(data, embedder):
+        ws.write("guide/install.md", GUIDE + "\nSaved, and read through the link: brambleowl.\n")
+        both = {"guide/install.md", "link.md"}
+        wait_until(lambda: found(data, embedder, "brambleowl") == both, "the link to follow")
+
+        os.unlink(ws.work / "guide/install.md")
+        wait_until(lambda: page_paths(data) == {"faq.md"}, "the link's page to go")
+        problems = load_current(data).sources["docs"].problems
+        assert [p.path for p in problems] == ["link.md"]
+        assert "does not exist" in problems[0].problem
+
+
+def test_watch_on_a_crlf_checkout_reads_real_edits_only(tmp_path, ws, embedder):
+    ws.push()
+    work = tmp_path / "windows"
+    git(tmp_path, "clone", "-q", "-c", "core.autocrlf=true", str(ws.bare), str(work))
+    data = DataDir(tmp_path / "data")
+    data.ensure()
+    config = Config(sources=[SourceConfig(name="docs", location=str(work))])
+    save_config(data, config)
+    index_sources(data, config, embedder=embedder)  # `docdex index`: the committed blobs
+    with watching(data, embedder) as reports:
+        first = reports[0].sources[0]
+        assert (first.modified, first.chunks_embedded) == (0, 0)  # CRLF copies are unchanged
+        edited = FAQ + "\nSaved with CRLF line endings: the mistleglow.\n"
+        (work / "faq.md").write_bytes(edited.replace("\n", "\r\n").encode())
+        wait_until(lambda: found(data, embedder, "mistleglow") == {"faq.md"}, "the edit")
+        wait_until(lambda: len(reports) > 1, "the cycle's report")
+    assert sum(r.sources[0].modified for r in reports[1:]) == 1
+
+
 def test_editor_temp_files_and_the_data_directory_are_ignored(tmp_path, ws, embedder, monkeypatch):
     data = DataDir(ws.work / ".docdex")  # the data directory inside the checkout
     configure(data, ws)
