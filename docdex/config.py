@@ -7,6 +7,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
+from typing import Annotated
 
 import msgspec
 
@@ -29,12 +30,19 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     window_tokens: int = 250
     window_overlap: int = 40
     max_file_bytes: int = 2_000_000
-    max_segments: int = 4  # more than this many dense segments triggers a compaction
+    max_segments: int = 4  # more small segments than this triggers a compaction
+    # a run writes its new chunks as a segment whenever this many are pending (bounds its
+    # memory); a segment of this many chunks or more is full and never merged for its count
+    segment_chunks: Annotated[int, msgspec.Meta(ge=1)] = 8192
     threads: int = 0  # embedder threads; 0 = all cores
     nice: int = 10  # niceness of background indexing (worker)
     cycle_timeout_s: int = 3600  # the worker kills an indexing cycle that runs longer
     reranker: str = "default"  # default | none | maxsim | cross-encoder:/path/to/onnx-dir
     late_interaction: bool = False  # write token vectors for MaxSim (ADR 0006; ~70 B/token)
+
+    def cores(self) -> int:
+        """Threads for embedding and graph building: `threads`, else every core."""
+        return self.threads or os.cpu_count() or 1
 
     def chunker(self) -> ChunkerSettings:
         return ChunkerSettings(

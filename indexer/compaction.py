@@ -1,7 +1,12 @@
-"""Compaction: merge small dense segments so a version never has more than a few.
+"""Compaction: keep the number of dense segments small without rewriting big ones.
 
-Tiered, LSM-style: the largest segment stays as it is unless many of its chunks are dead;
-every other segment is merged into one, reusing stored vectors (nothing is embedded again).
+Two tiers. A segment written with at least `full_chunks` chunks (the `segment_chunks`
+setting: what a large run writes per segment) is full: it is rewritten only when more than
+MAX_DEAD_SHARE of its chunks are dead, to drop them. The other segments form the small tier,
+LSM-style: when there are more than `max_segments` of them, all but the largest are merged
+(all of them when the largest is MAX_DEAD_SHARE dead). Merging reuses stored vectors
+(nothing is embedded again) and writes segments of at most `full_chunks` chunks, so neither
+a first run's bulk segments nor a compaction ever make one segment the size of the corpus.
 """
 
 from __future__ import annotations
@@ -9,23 +14,30 @@ from __future__ import annotations
 import msgspec
 
 from docdex.index_format.layout import DataDir
-from docdex.index_format.model import ChunkRef, PageRecord, SegmentRef, SourceState
-from docdex.index_format.store import load_pages, load_segment
+from docdex.index_format.model import PageRecord, SegmentRef, SourceState
+from docdex.index_format.store import load_pages
 
-from .segments import merge_segments, new_segment_id
+from .segments import Moves, merge_segments
 
 MAX_DEAD_SHARE = 0.3
 
 PagesBySource = dict[str, list[PageRecord] | None]
 
 
-def choose_victims(segments: list[SegmentRef], max_segments: int) -> list[SegmentRef]:
-    if len(segments) <= max_segments:
-        return []
-    largest = max(segments, key=_live)
-    if len(largest.tombstones) > MAX_DEAD_SHARE * largest.chunks:
-        return list(segments)
-    return [s for s in segments if s is not largest]
+class CompactionPolicy(msgspec.Struct, frozen=True):
+    max_segments: int  # small-tier segments allowed before they are merged
+    full_chunks: int  # a segment written with this many chunks or more is full
+
+
+def choose_victims(segments: list[SegmentRef], policy: CompactionPolicy) -> list[SegmentRef]:
+    """The segments to rewrite, in their order in the version."""
+    full = [s for s in segments if s.chunks >= policy.full_chunks]
+    small = [s for s in segments if s.chunks < policy.full_chunks]
+    chosen = {s.id for s in full if _mostly_dead(s)}
+    if len(small) > policy.max_segments:
+        largest = max(small, key=_live)
+        chosen.update(s.id for s in small if s is not largest or _mostly_dead(s))
+    return [s for s in segments if s.id in chosen]
 
 
 def compact(
@@ -34,20 +46,18 @@ def compact(
     segments: list[SegmentRef],
     pages_by_source: PagesBySource,
     states: dict[str, SourceState],
-    max_segments: int,
+    policy: CompactionPolicy,
     dim: int,
     threads: int,
 ) -> tuple[list[SegmentRef], PagesBySource, bool]:
-    victims = choose_victims(segments, max_segments)
+    victims = choose_victims(segments, policy)
     if not victims:
         return segments, pages_by_source, False
-    loaded = [(load_segment(data, ref.id, dim), _live_indexes(ref)) for ref in victims]
-    merged, moved = merge_segments(data, new_segment_id(version), loaded, threads)
-    merged_chunks = load_segment(data, merged.id, dim).chunks
+    merged, moves = merge_segments(data, version, victims, dim, threads, policy.full_chunks)
     victim_ids = {v.id for v in victims}
-    remaining = [s for s in segments if s.id not in victim_ids] + [merged]
+    remaining = [s for s in segments if s.id not in victim_ids] + merged
     pages = {
-        source: _repoint(pages, moved, merged.id, merged_chunks, victim_ids)
+        source: _repoint(pages, moves, victim_ids)
         for source, pages in _all_pages(data, pages_by_source, states).items()
     }
     return remaining, pages, True
@@ -57,9 +67,8 @@ def _live(segment: SegmentRef) -> int:
     return segment.chunks - len(segment.tombstones)
 
 
-def _live_indexes(ref: SegmentRef) -> list[int]:
-    dead = set(ref.tombstones)
-    return [i for i in range(ref.chunks) if i not in dead]
+def _mostly_dead(segment: SegmentRef) -> bool:
+    return len(segment.tombstones) > MAX_DEAD_SHARE * segment.chunks
 
 
 def _all_pages(data: DataDir, pages_by_source: PagesBySource, states) -> PagesBySource:
@@ -70,20 +79,14 @@ def _all_pages(data: DataDir, pages_by_source: PagesBySource, states) -> PagesBy
     }
 
 
-def _repoint(pages, moved, segment_id, merged_chunks, victim_ids) -> list[PageRecord]:
+def _repoint(pages: list[PageRecord], moves: Moves, victim_ids: set[str]) -> list[PageRecord]:
     out = []
     for page in pages:
-        if not any(ref.segment in victim_ids for ref in page.chunks):
-            out.append(page)
-            continue
-        refs = []
-        for ref in page.chunks:
-            if ref.segment in victim_ids:
-                index = moved[(ref.segment, ref.index)]
-                chunk = merged_chunks[index]
-                ref = ChunkRef(
-                    segment_id, index, chunk.window_start, chunk.window_count, ref.content_hash
-                )
-            refs.append(ref)
-        out.append(msgspec.structs.replace(page, chunks=refs))
+        if any(ref.segment in victim_ids for ref in page.chunks):
+            refs = [
+                moves[(ref.segment, ref.index)] if ref.segment in victim_ids else ref
+                for ref in page.chunks
+            ]
+            page = msgspec.structs.replace(page, chunks=refs)
+        out.append(page)
     return out

@@ -2,22 +2,22 @@
 
 The run reads the current version, works out per source which files changed since the
 commit it indexed (a tree diff, so force-pushes are fine), parses and chunks only those,
-embeds only chunks whose text it has no vectors for, writes one new dense segment and a
-copy-on-write text index, and publishes a manifest naming all of it.
+embeds only chunks whose text it has no vectors for, and streams them into new dense
+segments of bounded size (segmentstream.py) and a copy-on-write text index, then publishes
+a manifest naming all of it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import resource
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 
 import msgspec
-import numpy as np
 
 from docdex.config import Config, ConfigError, Settings, SourceConfig
 from docdex.index_format.layout import DataDir
@@ -34,7 +34,6 @@ from docdex.index_format.model import (
     SourceState,
 )
 from docdex.index_format.store import (
-    VECTORS_FILE,
     list_versions,
     load_current,
     load_pages,
@@ -43,25 +42,17 @@ from docdex.index_format.store import (
     write_pages,
 )
 from docdex.logs import log_event
-from docdex.progress import Progress
-from docdex.server.late_interaction import (
-    TOKOFFSETS_FILE,
-    TokenArrays,
-    TokenPacker,
-    chunk_tokens,
-    embed_with_tokens,
-    load_token_vectors,
-)
+from docdex.server.late_interaction import TOKOFFSETS_FILE
 
 from . import changes, gitsource
-from .compaction import compact
+from .compaction import CompactionPolicy, compact
 from .embedder import Embedder, embed_input
 from .gc import GcReport, collect_garbage
 from .lock import writer_lock
 from .markdown import parse_page
 from .remote import local_repository
-from .segments import new_segment_id, write_segment
-from .textindex import write_text_index
+from .segmentstream import PendingChunk, PendingPage, SegmentStream
+from .textindex import TextIndexBuilder
 
 log = logging.getLogger("docdex.pipeline")
 
@@ -97,32 +88,16 @@ class RunReport(msgspec.Struct):
     segments: int
     compacted: bool
     took_s: float
-    embed_s: float
+    embed_s: float  # embedding and writing the new segments
     peak_rss_mb: float
     gc: GcReport | None = None
-
-
-@dataclass
-class PendingChunk:
-    """A chunk parsed in this run, waiting for vectors."""
-
-    record: ChunkRecord
-    embed_input: str
-    body: str  # cleaned text for the BM25 body field
-    page_path: str
-    source: str
-    ref: ChunkRef | None = None  # set once the chunk has a place in the new segment
-
-
-@dataclass
-class PendingPage:
-    record: PageRecord  # chunks filled in once the segment exists
-    chunks: list[PendingChunk]
+    segments_written: int = 0  # new segments of this run, before compaction
 
 
 @dataclass
 class RunState:
-    """What the run accumulates across sources before it writes anything."""
+    """What the run carries across sources: tombstones and reusable vectors of removed
+    pages, the pages it keeps, and the stream its new pages go through."""
 
     data: DataDir
     settings: Settings
@@ -132,18 +107,40 @@ class RunState:
     worktree: bool = False  # checkouts: index the working tree instead of the branch head
     dirty: Dirty | None = None  # per source, paths to look at (None: all)
     loaded_embedder: Embedder | None = None
-    reusable: dict[str, ChunkRef] = field(default_factory=dict)  # content hash -> old chunk
+    reusable: dict[str, ChunkRef] = field(default_factory=dict)  # content hash -> a chunk to copy
     deleted_pages: list[str] = field(default_factory=list)
-    pending_pages: dict[str, list[PendingPage]] = field(default_factory=dict)
-    kept_pages: dict[str, list[PageRecord]] = field(default_factory=dict)
+    kept_pages: dict[str, list[PageRecord]] = field(default_factory=dict)  # touched sources
     states: dict[str, SourceState] = field(default_factory=dict)
     reports: list[SourceReport] = field(default_factory=list)
     removed_sources: list[str] = field(default_factory=list)
     compacted: bool = False
+    text_builder: TextIndexBuilder | None = None  # opened by the first delete or add
 
     @property
-    def threads(self) -> int:
-        return self.settings.threads or os.cpu_count() or 1
+    def text(self) -> TextIndexBuilder:
+        if self.text_builder is None:
+            previous = self.previous.text_index if self.previous else None
+            self.text_builder = TextIndexBuilder(self.data, _version_name(self.version), previous)
+        return self.text_builder
+
+    @cached_property
+    def stream(self) -> SegmentStream:
+        old_segments = {s.id: s.chunks for s in self.previous.segments} if self.previous else {}
+        return SegmentStream(
+            self.data,
+            self.version,
+            self.settings,
+            lambda: self.embedder,
+            self.reusable,
+            old_segments,
+            lambda chunk, body: self.text.add(chunk, body),
+        )
+
+    def discard_text(self) -> None:
+        """A failed run leaves no Tantivy writer open (watch runs cycles in-process)."""
+        if self.text_builder is not None:
+            self.text_builder.discard()
+            self.text_builder = None
 
     @property
     def embedder(self) -> Embedder:
@@ -209,20 +206,24 @@ def _run(data, config, selected, full, embedder, worktree, dirty) -> RunReport:
         loaded_embedder=embedder,
         states=dict(previous.sources) if previous else {},
     )
-    _drop_removed_sources(run, config)
-    for source in selected:
-        _index_source(run, source, rebuild)
-
-    changed = bool(run.deleted_pages or run.pending_pages or run.removed_sources)
-    if not changed and not _states_changed(run):
-        return _report(run, started, published=False, embed_s=0.0, windows=0)
-    embed_started = time.monotonic()
-    segment, windows = _embed_and_write_segment(run)
-    embed_s = time.monotonic() - embed_started
-    manifest = _publish(run, segment)
-    report = _report(run, started, True, embed_s, windows, manifest)
+    try:
+        _drop_removed_sources(run, config)
+        for source in selected:
+            _index_source(run, source, rebuild)
+        changed = bool(run.deleted_pages or run.kept_pages or run.removed_sources)
+        if not changed and not _states_changed(run):
+            return _report(run, started, published=False)
+        run.stream.flush()
+        manifest = _publish(run)
+    finally:
+        run.discard_text()  # a no-op once the text index is published
+    report = _report(run, started, True, manifest)
     report.gc = collect_garbage(data, settings.keep_versions)
     return report
+
+
+def _version_name(version: int) -> str:
+    return f"{version:08d}"
 
 
 def _next_version(data: DataDir) -> int:
@@ -236,6 +237,7 @@ def _drop_removed_sources(run: RunState, config: Config) -> None:
         state = run.states.pop(name)
         for page in load_pages(run.data, state.pages_file):
             _remove_page(run, page)
+        run.text.delete_source(name)
         run.removed_sources.append(name)
         run.reports.append(SourceReport(name=name, status="removed", deleted=state.files))
 
@@ -255,6 +257,8 @@ def _index_source(run: RunState, source: SourceConfig, rebuild: bool) -> None:
         with gitsource.open_repo(local_repository(run.data, source)) as repo:
             _index_repo(run, source, repo, previous, rebuild, report)
     except (gitsource.GitSourceError, OSError) as exc:
+        if source.name in run.kept_pages:
+            raise  # half applied (old pages removed, new ones streamed): publish nothing
         report.status = "failed"
         report.error = str(exc)
         run.states[source.name] = _failed_state(source, previous, str(exc))
@@ -325,7 +329,14 @@ def _branch_missing(run, source, repo, branch, old_pages, report, config_hash) -
 
 
 def _apply(run: RunState, source: SourceConfig, found: changes.Found, old_pages, report) -> None:
-    """Tombstone the old pages the changes touch, parse the new files, keep the rest."""
+    """Keep the pages the changes do not touch, tombstone the old pages they do (before any
+    new page of the source reaches the text index), and stream the new files' pages."""
+    touched = changes.touched_paths(found.changes)
+    run.kept_pages[source.name] = [
+        _redate(page, found.redated.get(path))
+        for path, page in old_pages.items()
+        if path not in touched
+    ]
     for change in found.changes:
         counter = _COUNTER[change.kind]
         setattr(report, counter, getattr(report, counter) + 1)
@@ -333,7 +344,6 @@ def _apply(run: RunState, source: SourceConfig, found: changes.Found, old_pages,
         if old_path and old_path in old_pages:
             _remove_page(run, old_pages[old_path])
     problems: list[FileProblem] = []
-    pages: list[PendingPage] = []
     for change in found.changes:
         if change.kind == "delete":
             continue
@@ -342,14 +352,7 @@ def _apply(run: RunState, source: SourceConfig, found: changes.Found, old_pages,
         if isinstance(content, FileProblem):
             problems.append(content)
             continue
-        pages.append(_parse(run, source.name, entry, content, found.dates.get(change.path)))
-    touched = changes.touched_paths(found.changes)
-    run.pending_pages[source.name] = pages
-    run.kept_pages[source.name] = [
-        _redate(page, found.redated.get(path))
-        for path, page in old_pages.items()
-        if path not in touched
-    ]
+        run.stream.add(_parse(run, source.name, entry, content, found.dates.get(change.path)))
     report.commit = found.commit
     report.status = "indexed"
     report.problems = problems
@@ -386,7 +389,7 @@ def _parse(run, source: str, entry, content: str, dates) -> PendingPage:
             window_start=0,
             window_count=0,
         )
-        chunks.append(PendingChunk(record, text_in, chunk.embed_text, entry.path, source))
+        chunks.append(PendingChunk(record, text_in, chunk.embed_text))
     page = PageRecord(
         doc_id=doc_id,
         source=source,
@@ -406,6 +409,7 @@ def _parse(run, source: str, entry, content: str, dates) -> PendingPage:
 
 def _remove_page(run: RunState, page: PageRecord) -> None:
     run.deleted_pages.append(page.doc_id)
+    run.text.delete_page(page.doc_id)
     for ref in page.chunks:
         run.tombstones.setdefault(ref.segment, set()).add(ref.index)
         run.reusable.setdefault(ref.content_hash, ref)
@@ -413,10 +417,9 @@ def _remove_page(run: RunState, page: PageRecord) -> None:
 
 def _remove_all(run, source, branch, old_pages, report, config_hash) -> None:
     """The tracked branch is gone: its pages leave the next version, and we say so."""
+    run.kept_pages[source.name] = []
     for page in old_pages.values():
         _remove_page(run, page)
-    run.kept_pages[source.name] = []
-    run.pending_pages[source.name] = []
     report.status = "branch-deleted"
     report.deleted = len(old_pages)
     report.error = f"branch {branch!r} no longer exists in {source.location}"
@@ -453,194 +456,27 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-# --- vectors and the new segment -----------------------------------------------------------
-
-
-def _embed_and_write_segment(run: RunState) -> tuple[SegmentRef | None, int]:
-    pending = [c for pages in run.pending_pages.values() for p in pages for c in p.chunks]
-    if not pending:
-        return None, 0
-    late = run.settings.late_interaction
-    old_tokens = _OldTokens(run) if late else None
-    reuse: dict[str, ChunkRef] = {}  # content hash -> old chunk whose vectors we take
-    to_embed: dict[str, str] = {}  # content hash -> embed input, first occurrence
-    uses: dict[str, int] = {}  # fresh content hash -> chunks still to take its tokens
-    for chunk in pending:
-        key = chunk.record.content_hash
-        ref = run.reusable.get(key)
-        if ref is not None and (old_tokens is None or old_tokens.get(ref.segment) is not None):
-            reuse[key] = ref
-        else:
-            to_embed.setdefault(key, chunk.embed_input)
-            uses[key] = uses.get(key, 0) + 1
-    _count_reuse(run, to_embed)
-    fresh = _FreshEmbeddings(run, to_embed, with_tokens=late)
-
-    segment_id = new_segment_id(run.version)
-    records: list[ChunkRecord] = []
-    blocks: list[np.ndarray] = []
-    packer = TokenPacker(run.embedder.info.dim) if late else None
-    row = 0
-    vector_cache = _OldVectors(run)
-    for index, chunk in enumerate(pending):
-        key = chunk.record.content_hash
-        old = reuse.get(key)
-        if old is None:
-            vectors, tokens = fresh.get(key)
-            uses[key] -= 1
-            if not uses[key]:
-                fresh.tokens.pop(key, None)  # its last chunk: the rows are packed below
-        else:
-            vectors = vector_cache.get(old)
-            tokens = chunk_tokens(old_tokens.get(old.segment), old.index) if late else None
-        if packer is not None:
-            packer.add(*tokens)
-        record = msgspec.structs.replace(chunk.record, window_start=row, window_count=len(vectors))
-        records.append(record)
-        blocks.append(vectors)
-        row += len(vectors)
-        chunk.record = record
-        chunk.ref = ChunkRef(
-            segment_id, index, record.window_start, len(vectors), record.content_hash
-        )
-    fresh.close()
-    token_arrays = packer.finish() if packer is not None else None
-    ref = write_segment(
-        run.data, segment_id, records, np.concatenate(blocks), run.threads, token_arrays
-    )
-    return ref, fresh.windows
-
-
-EMBED_GROUP_TEXTS = 512  # texts tokenised at once: bounds the memory of token windows
-
-
-class _FreshEmbeddings:
-    """float16 window vectors (and, with tokens, per-text token rows) of the texts to embed,
-    made group by group as the segment loop asks for them. Texts go in groups of
-    EMBED_GROUP_TEXTS, so a huge first run holds the token windows (and token rows) of about
-    one group at a time; each group is batched by length inside. Texts are asked for in
-    their order (first occurrence in segment order), so at most one group is ahead."""
-
-    def __init__(self, run: RunState, texts: dict[str, str], with_tokens: bool) -> None:
-        self.run = run
-        self.keys = list(texts)
-        self.texts = list(texts.values())
-        self.with_tokens = with_tokens
-        self.done = 0  # texts embedded so far
-        self.windows = 0
-        self.vectors: dict[str, np.ndarray] = {}
-        self.tokens: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self.progress = Progress("embedding chunks", len(self.texts))
-
-    def get(self, key: str) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
-        while key not in self.vectors:
-            self._next_group()
-        return self.vectors[key], self.tokens.get(key)
-
-    def _next_group(self) -> None:
-        if self.done >= len(self.texts):
-            raise KeyError("asked for a text that is not to be embedded")
-        start, end = self.done, self.done + EMBED_GROUP_TEXTS
-        group = self.texts[start:end]
-        embedder = self.run.embedder
-        if self.with_tokens:
-            vectors, owners, per_text = embed_with_tokens(embedder, group)
-            self.tokens.update(zip(self.keys[start:end], per_text, strict=True))
-        else:
-            windows, owners = embedder.token_windows(group)
-            vectors = embedder.embed_windows(windows)
-        vectors = vectors.astype(np.float16)
-        bounds = np.searchsorted(owners, np.arange(len(group) + 1))
-        for i, key in enumerate(self.keys[start:end]):
-            self.vectors[key] = vectors[bounds[i] : bounds[i + 1]]
-        self.windows += len(vectors)
-        self.done += len(group)
-        self.progress.advance(len(group))
-
-    def close(self) -> None:
-        self.progress.close()
-
-
-def _count_reuse(run: RunState, embedded: dict[str, str]) -> None:
-    reports = {r.name: r for r in run.reports}
-    seen: set[str] = set()
-    for source, pages in run.pending_pages.items():
-        for page in pages:
-            for chunk in page.chunks:
-                fresh = (
-                    chunk.record.content_hash in embedded and chunk.record.content_hash not in seen
-                )
-                seen.add(chunk.record.content_hash)
-                if fresh:
-                    reports[source].chunks_embedded += 1
-                else:
-                    reports[source].chunks_reused += 1
-
-
-class _OldVectors:
-    """Vectors of chunks in earlier segments, read through memory maps."""
-
-    def __init__(self, run: RunState) -> None:
-        self.run = run
-        self.maps: dict[str, np.ndarray] = {}
-
-    def get(self, ref: ChunkRef) -> np.ndarray:
-        if ref.segment not in self.maps:
-            self.maps[ref.segment] = np.load(
-                self.run.data.segment(ref.segment) / VECTORS_FILE, mmap_mode="r"
-            )
-        rows = self.maps[ref.segment][ref.window_start : ref.window_start + ref.window_count]
-        return np.asarray(rows, dtype=np.float16)
-
-
-class _OldTokens:
-    """Token arrays of earlier segments (memory-mapped), None for a segment without them."""
-
-    def __init__(self, run: RunState) -> None:
-        self.run = run
-        self.chunks = {s.id: s.chunks for s in run.previous.segments} if run.previous else {}
-        self.arrays: dict[str, TokenArrays | None] = {}
-
-    def get(self, segment: str) -> TokenArrays | None:
-        if segment not in self.arrays:
-            self.arrays[segment] = load_token_vectors(
-                self.run.data.segment(segment), self.chunks.get(segment)
-            )
-        return self.arrays[segment]
-
-
 # --- publishing ----------------------------------------------------------------------------
 
 
-def _publish(run: RunState, new_segment: SegmentRef | None) -> Manifest:
-    segments = _live_segments(run, new_segment)
+def _publish(run: RunState) -> Manifest:
+    segments = _live_segments(run)
     pages_by_source = _final_pages(run)
+    policy = CompactionPolicy(run.settings.max_segments, run.settings.segment_chunks)
     segments, pages_by_source, run.compacted = compact(
         run.data,
         run.version,
         segments,
         pages_by_source,
         run.states,
-        run.settings.max_segments,
+        policy,
         run.embedder.info.dim,
-        run.threads,
+        run.settings.cores(),
     )
     states = _final_states(run, pages_by_source)
-    previous_text = run.previous.text_index if run.previous else None
-    text_name = f"{run.version:08d}"
-    write_text_index(
-        run.data,
-        text_name,
-        previous_text,
-        run.deleted_pages,
-        run.removed_sources,
-        (
-            (c.record, c.body)
-            for pages in run.pending_pages.values()
-            for p in pages
-            for c in p.chunks
-        ),
-    )
+    text_name = run.text.name
+    run.text.publish()
+    run.text_builder = None
     manifest = Manifest(
         format_major=FORMAT_MAJOR,
         format_minor=_format_minor(run.data, segments),
@@ -666,16 +502,14 @@ def _format_minor(data: DataDir, segments: list[SegmentRef]) -> int:
     return 0
 
 
-def _live_segments(run: RunState, new_segment: SegmentRef | None) -> list[SegmentRef]:
+def _live_segments(run: RunState) -> list[SegmentRef]:
     previous = run.previous.segments if run.previous else []
     out = []
     for ref in previous:
         dead = sorted(run.tombstones.get(ref.id, ()))
         if len(dead) < ref.chunks:
             out.append(msgspec.structs.replace(ref, tombstones=dead))
-    if new_segment:
-        out.append(new_segment)
-    return out
+    return out + run.stream.segments
 
 
 def _final_pages(run: RunState) -> dict[str, list[PageRecord] | None]:
@@ -685,10 +519,7 @@ def _final_pages(run: RunState) -> dict[str, list[PageRecord] | None]:
         if source not in run.kept_pages:
             out[source] = None
             continue
-        fresh = [
-            msgspec.structs.replace(p.record, chunks=[c.ref for c in p.chunks])
-            for p in run.pending_pages.get(source, [])
-        ]
+        fresh = run.stream.pages.get(source, [])
         out[source] = sorted(run.kept_pages[source] + fresh, key=lambda p: p.path)
     return out
 
@@ -700,7 +531,7 @@ def _final_states(run: RunState, pages_by_source) -> dict[str, SourceState]:
         if pages is None:
             states[name] = state
             continue
-        pages_file = f"{name}-{run.version:08d}.msgpack" if pages else ""
+        pages_file = f"{name}-{_version_name(run.version)}.msgpack" if pages else ""
         if pages:
             write_pages(run.data, pages_file, pages)
         states[name] = msgspec.structs.replace(
@@ -740,17 +571,27 @@ def _log_run(report: RunReport) -> None:
 _LOG_LEVELS = {"unchanged": logging.DEBUG, "failed": logging.WARNING}
 
 
-def _report(run, started, published, embed_s, windows, manifest: Manifest | None = None):
+def _report(run: RunState, started: float, published: bool, manifest: Manifest | None = None):
+    _count_chunks(run)
+    stream = run.stream
     return RunReport(
         version=manifest.version if manifest else (run.previous.version if run.previous else None),
         previous_version=run.previous.version if run.previous else None,
         published=published,
         sources=run.reports,
         chunks=manifest.chunks if manifest else (run.previous.chunks if run.previous else 0),
-        windows_embedded=windows,
+        windows_embedded=stream.windows,
         segments=len(manifest.segments) if manifest else 0,
         compacted=run.compacted,
         took_s=round(time.monotonic() - started, 3),
-        embed_s=round(embed_s, 3),
+        embed_s=round(stream.busy_s, 3),
         peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        segments_written=len(stream.segments),
     )
+
+
+def _count_chunks(run: RunState) -> None:
+    for report in run.reports:
+        counts = run.stream.counts.get(report.name)
+        if counts is not None:
+            report.chunks_embedded, report.chunks_reused = counts.embedded, counts.reused

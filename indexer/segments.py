@@ -9,11 +9,12 @@ import hnswlib
 import numpy as np
 
 from docdex.index_format.layout import DataDir, publish_dir
-from docdex.index_format.model import ChunkRecord, SegmentRef
+from docdex.index_format.model import ChunkRecord, ChunkRef, SegmentRef
 from docdex.index_format.store import (
     HNSW_FILE,
     Segment,
     directory_bytes,
+    load_segment,
     write_segment_files,
 )
 from docdex.server.late_interaction import (
@@ -80,38 +81,84 @@ def relocate(chunk: ChunkRecord, window_start: int) -> ChunkRecord:
     )
 
 
+def live_indexes(ref: SegmentRef) -> list[int]:
+    dead = set(ref.tombstones)
+    return [i for i in range(ref.chunks) if i not in dead]
+
+
+Moves = dict[tuple[str, int], ChunkRef]  # (old segment, old index) -> where the chunk went
+
+
 def merge_segments(
     data: DataDir,
-    segment_id: str,
-    segments: list[tuple[Segment, list[int]]],
+    version: int,
+    olds: list[SegmentRef],
+    dim: int,
     threads: int,
-) -> tuple[SegmentRef, dict[tuple[str, int], int]]:
-    """One segment from the live chunks of several, reusing their vectors (no embedding),
-    and their token vectors when every one of them has some.
+    max_chunks: int,
+) -> tuple[list[SegmentRef], Moves]:
+    """New segments of at most `max_chunks` chunks each from the live chunks of `olds`,
+    reusing their vectors (no embedding), and their token vectors when every one of them has
+    some. The old segments are read one at a time, so memory follows `max_chunks`, not the
+    size of what is merged.
 
-    Returns the new segment and where each (old segment, old index) went.
-    """
-    chunks: list[ChunkRecord] = []
-    blocks: list[np.ndarray] = []
-    moved: dict[tuple[str, int], int] = {}
-    row = 0
-    for segment, live in segments:
-        for index in live:
-            chunk = segment.chunks[index]
-            moved[(segment.id, index)] = len(chunks)
-            chunks.append(relocate(chunk, row))
-            blocks.append(segment.chunk_vectors(index))
-            row += chunk.window_count
-    dim = segments[0][0].dim
-    vectors = np.concatenate(blocks) if blocks else np.zeros((0, dim), np.float16)
-    tokens = _merged_tokens(segments, dim)
-    return write_segment(data, segment_id, chunks, vectors, threads, tokens), moved
+    Returns the new segments and where each live chunk went."""
+    with_tokens = all(load_token_vectors(data.segment(o.id), o.chunks) is not None for o in olds)
+    buffer = _MergeBuffer(dim)
+    written: list[SegmentRef] = []
+    moves: Moves = {}
+
+    def flush() -> None:
+        if buffer.chunks:
+            segment, moved = buffer.write(data, new_segment_id(version), threads)
+            written.append(segment)
+            moves.update(moved)
+
+    for old in olds:
+        segment = load_segment(data, old.id, dim)
+        tokens = load_token_vectors(segment.path, old.chunks) if with_tokens else None
+        for index in live_indexes(old):
+            buffer.add(segment, index, tokens)
+            if len(buffer.chunks) >= max_chunks:
+                flush()
+    flush()
+    return written, moves
 
 
-def _merged_tokens(segments: list[tuple[Segment, list[int]]], dim: int) -> TokenArrays | None:
-    """Token arrays of the merged chunks in merged order; None unless all segments have them."""
-    loaded = [load_token_vectors(s.path, len(s.chunks)) for s, _ in segments]
-    if any(arrays is None for arrays in loaded):
-        return None
-    parts = [(arrays, i) for arrays, (_, live) in zip(loaded, segments, strict=True) for i in live]
-    return concat_chunks(parts, dim)
+class _MergeBuffer:
+    """Chunks on their way into one merged segment, with their vectors and token rows."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.clear()
+
+    def clear(self) -> None:
+        self.chunks: list[ChunkRecord] = []
+        self.blocks: list[np.ndarray] = []
+        self.origins: list[tuple[str, int]] = []
+        self.token_parts: list[tuple[TokenArrays, int]] | None = []
+        self.rows = 0
+
+    def add(self, segment: Segment, index: int, tokens: TokenArrays | None) -> None:
+        chunk = segment.chunks[index]
+        self.chunks.append(relocate(chunk, self.rows))
+        self.blocks.append(segment.chunk_vectors(index))
+        self.origins.append((segment.id, index))
+        self.rows += chunk.window_count
+        if tokens is None:
+            self.token_parts = None
+        elif self.token_parts is not None:
+            self.token_parts.append((tokens, index))
+
+    def write(self, data: DataDir, segment_id: str, threads: int) -> tuple[SegmentRef, Moves]:
+        tokens = concat_chunks(self.token_parts, self.dim) if self.token_parts else None
+        vectors = np.concatenate(self.blocks)
+        segment = write_segment(data, segment_id, self.chunks, vectors, threads, tokens)
+        moved = {
+            origin: ChunkRef(
+                segment_id, index, chunk.window_start, chunk.window_count, chunk.content_hash
+            )
+            for index, (origin, chunk) in enumerate(zip(self.origins, self.chunks, strict=True))
+        }
+        self.clear()
+        return segment, moved

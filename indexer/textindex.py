@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable
 from pathlib import Path
 
 import tantivy
@@ -45,32 +44,49 @@ def chunk_document(chunk: ChunkRecord, embed_text: str) -> tantivy.Document:
     return doc
 
 
-def write_text_index(
-    data: DataDir,
-    name: str,
-    previous: str | None,
-    deleted_pages: Iterable[str],
-    deleted_sources: Iterable[str],
-    added: Iterable[tuple[ChunkRecord, str]],
-) -> None:
-    """Build text/<name> from text/<previous> minus deleted pages/sources plus `added`."""
-    tmp = data.text / f".tmp-{name}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    if previous:
-        link_or_copy_tree(data.text_index(previous), tmp)
-    else:
-        tmp.mkdir(parents=True)
-    index = tantivy.Index(text_schema(), path=str(tmp), reuse=bool(previous))
-    writer = index.writer(WRITER_HEAP_BYTES, 1)
-    for doc_id in deleted_pages:
-        writer.delete_documents_by_term("doc_id", doc_id)
-    for source in deleted_sources:
-        writer.delete_documents_by_term("source", source)
-    for chunk, embed_text in added:
-        writer.add_document(chunk_document(chunk, embed_text))
-    writer.commit()
-    writer.wait_merging_threads()
-    del writer, index
-    for lock in tmp.glob(_LOCK_PREFIX + "*"):
-        lock.unlink()
-    publish_dir(tmp, data.text_index(name))
+class TextIndexBuilder:
+    """text/<name>, built copy-on-write from text/<previous>: one Tantivy writer takes the
+    run's deletes and adds as the run produces them (its heap, not the run's size, bounds
+    its memory), and `publish` commits and renames the directory into place.
+
+    Tantivy applies a delete to documents added before it, so a page's old chunks must be
+    deleted before its new ones are added (the pipeline removes a source's old pages before
+    it parses any of its files)."""
+
+    def __init__(self, data: DataDir, name: str, previous: str | None) -> None:
+        self.data = data
+        self.name = name
+        self.tmp = data.text / f".tmp-{name}"
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        if previous:
+            link_or_copy_tree(data.text_index(previous), self.tmp)
+        else:
+            self.tmp.mkdir(parents=True)
+        self.index = tantivy.Index(text_schema(), path=str(self.tmp), reuse=bool(previous))
+        self.writer = self.index.writer(WRITER_HEAP_BYTES, 1)
+
+    def delete_page(self, doc_id: str) -> None:
+        self.writer.delete_documents_by_term("doc_id", doc_id)
+
+    def delete_source(self, source: str) -> None:
+        self.writer.delete_documents_by_term("source", source)
+
+    def add(self, chunk: ChunkRecord, embed_text: str) -> None:
+        self.writer.add_document(chunk_document(chunk, embed_text))
+
+    def publish(self) -> None:
+        self.writer.commit()
+        self.writer.wait_merging_threads()
+        self._close()
+        for lock in self.tmp.glob(_LOCK_PREFIX + "*"):
+            lock.unlink()
+        publish_dir(self.tmp, self.data.text_index(self.name))
+
+    def discard(self) -> None:
+        """A failed run: drop the writer and its temporary directory."""
+        self._close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _close(self) -> None:
+        if hasattr(self, "writer"):  # Tantivy lets go of the directory when both are gone
+            del self.writer, self.index

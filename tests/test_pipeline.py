@@ -235,9 +235,15 @@ def test_foreign_data_directory_is_refused(tmp_path, ws, embedder):
     assert (foreign / "precious.txt").read_text() == "not ours"
 
 
-@pytest.mark.parametrize(
-    "stage", ["write_segment", "write_text_index", "write_manifest", "point_current"]
-)
+CRASH_STAGES = [
+    "docdex.indexer.segmentstream.write_segment",
+    "docdex.indexer.textindex.TextIndexBuilder.publish",
+    "docdex.indexer.pipeline.write_manifest",
+    "docdex.indexer.pipeline.point_current",
+]
+
+
+@pytest.mark.parametrize("stage", CRASH_STAGES)
 def test_crash_mid_run_keeps_the_previous_version(tmp_path, ws, embedder, monkeypatch, stage):
     data = DataDir(tmp_path / "data")
     config = make_config(ws)
@@ -249,7 +255,7 @@ def test_crash_mid_run_keeps_the_previous_version(tmp_path, ws, embedder, monkey
     def crash(*args, **kwargs):
         raise OSError(f"injected crash in {stage}")
 
-    monkeypatch.setattr(pipeline, stage, crash)
+    monkeypatch.setattr(stage, crash)
     with pytest.raises(OSError, match="injected"):
         run(data, config, embedder)
     monkeypatch.undo()

@@ -1,0 +1,293 @@
+"""A run streams its pages into several segments of bounded size (setting segment_chunks):
+real git repositories, the real model, a tiny bound so a small repository makes several."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_pipeline import assert_consistent, live_state, make_config, run
+
+from docdex.index_format.layout import DataDir
+from docdex.index_format.model import SegmentRef
+from docdex.index_format.store import (
+    current_version,
+    load_current,
+    load_manifest,
+    load_pages,
+    load_segment,
+)
+from docdex.indexer.compaction import CompactionPolicy, choose_victims
+from docdex.server.search import search
+from docdex.server.snapshot import Snapshot
+
+from fixtures import pushed_workspace
+from gitrepo import Workspace
+
+BOUND = 4  # chunks per streamed segment in these tests
+TOPICS = ["replication", "backups", "tokens", "logging", "upgrades", "caching", "quotas"]
+COPY = """# Shared appendix
+
+## Glossary
+
+A tombstone marks a chunk that is no longer live in a version of the index.
+"""
+
+
+def page(n: int, topic: str) -> str:
+    """A page of three chunks, each with a marker word no other chunk has."""
+    return (
+        f"# Guide to {topic}\n\nThe {topic} guide (marker{n}x0) says what {topic} does.\n\n"
+        f"## Setting up {topic}\n\nTurn {topic} on in the config file (marker{n}x1) first.\n\n"
+        f"## Checking {topic}\n\nThe status page (marker{n}x2) shows whether {topic} works.\n"
+    )
+
+
+def corpus() -> dict[str, str]:
+    """Seven distinct pages and two identical ones far apart in path order."""
+    files = {f"guide/{n}-{topic}.md": page(n, topic) for n, topic in enumerate(TOPICS)}
+    return {"aaa-copy.md": COPY, **files, "zzz-copy.md": COPY}
+
+
+@pytest.fixture()
+def ws(tmp_path) -> Workspace:
+    return pushed_workspace(tmp_path, corpus())
+
+
+def current_pages(data: DataDir) -> dict:
+    manifest = load_current(data)
+    return {p.doc_id: p for s in manifest.sources.values() for p in load_pages(data, s.pages_file)}
+
+
+def chunk_vectors(data: DataDir) -> dict[str, np.ndarray]:
+    """chunk id -> its window vectors, read through the page tables' refs."""
+    manifest = load_current(data)
+    segments = {s.id: load_segment(data, s.id, manifest.embedder.dim) for s in manifest.segments}
+    out = {}
+    for page_record in current_pages(data).values():
+        for n, ref in enumerate(page_record.chunks):
+            rows = segments[ref.segment].vectors[
+                ref.window_start : ref.window_start + ref.window_count
+            ]
+            out[f"{page_record.doc_id}#chunk{n}"] = np.asarray(rows)
+    return out
+
+
+def assert_refs_point_home(data: DataDir) -> None:
+    """Every ChunkRef names the segment, index and rows of exactly its chunk."""
+    manifest = load_current(data)
+    segments = {s.id: load_segment(data, s.id, manifest.embedder.dim) for s in manifest.segments}
+    dead = {s.id: set(s.tombstones) for s in manifest.segments}
+    for page_record in current_pages(data).values():
+        for n, ref in enumerate(page_record.chunks):
+            chunk = segments[ref.segment].chunks[ref.index]
+            assert ref.index not in dead[ref.segment]
+            assert chunk.chunk_id == f"{page_record.doc_id}#chunk{n}"
+            assert (chunk.window_start, chunk.window_count) == (ref.window_start, ref.window_count)
+            assert chunk.content_hash == ref.content_hash
+
+
+def test_a_run_writes_several_segments_and_every_chunk_is_found(tmp_path, ws, embedder):
+    data = DataDir(tmp_path / "data")
+    report = run(data, make_config(ws, segment_chunks=BOUND), embedder)
+    manifest = load_current(data)
+    assert report.segments_written >= 4 and len(manifest.segments) == report.segments_written
+    assert all(s.chunks >= BOUND for s in manifest.segments[:-1])  # pages are never split
+    assert_consistent(data, ws)
+    assert_refs_point_home(data)
+
+    pages = current_pages(data)
+    copies = {pages[f"docs:{p}"].chunks[0].segment for p in ("aaa-copy.md", "zzz-copy.md")}
+    assert len(copies) == 2  # the identical pages landed in different segments...
+    source = report.sources[0]
+    assert source.chunks_reused == len(pages["docs:zzz-copy.md"].chunks)  # ...embedded once
+    vectors = chunk_vectors(data)
+    assert np.array_equal(vectors["docs:aaa-copy.md#chunk0"], vectors["docs:zzz-copy.md#chunk0"])
+
+    snapshot = Snapshot.load(data, embedder=embedder)
+    try:
+        for n in range(len(TOPICS)):
+            for s in range(3):
+                hits = search(snapshot, embedder, f"marker{n}x{s}", reranker=None).results
+                assert hits[0].chunk_id == f"docs:guide/{n}-{TOPICS[n]}.md#chunk{s}"
+    finally:
+        snapshot.close()
+
+
+def test_streamed_version_equals_a_single_segment_version(tmp_path, ws, embedder):
+    streamed, single = DataDir(tmp_path / "streamed"), DataDir(tmp_path / "single")
+    run(streamed, make_config(ws, segment_chunks=BOUND), embedder)
+    run(single, make_config(ws), embedder)
+    assert len(load_current(single).segments) == 1
+
+    def content(data: DataDir):
+        manifest, pages, dense, text = live_state(data)
+        tables = {
+            doc_id: (p.blob, p.title, p.created, [r.content_hash for r in p.chunks])
+            for doc_id, p in pages.items()
+        }
+        vectors = {k: v.tobytes() for k, v in chunk_vectors(data).items()}
+        return manifest.chunks, manifest.windows, tables, dense, text, vectors
+
+    assert content(streamed) == content(single)
+    queries = ["how do I turn on backups?", "marker3x2", "what is a tombstone", "quotas status"]
+    snapshots = [Snapshot.load(d, embedder=embedder) for d in (streamed, single)]
+    try:
+        for query in queries:
+            ids = [[h.chunk_id for h in search(s, embedder, query).results] for s in snapshots]
+            assert ids[0] == ids[1], query
+    finally:
+        for snapshot in snapshots:
+            snapshot.close()
+
+
+def test_later_runs_reuse_vectors_and_a_push_writes_one_small_segment(tmp_path, ws, embedder):
+    data = DataDir(tmp_path / "data")
+    config = make_config(ws, segment_chunks=BOUND, max_segments=10)
+    first = run(data, config, embedder)
+    before = chunk_vectors(data)
+
+    again = run(data, config, embedder, full=True)
+    assert again.sources[0].chunks_embedded == 0 and again.windows_embedded == 0
+    assert again.segments_written == first.segments_written
+    after = chunk_vectors(data)
+    assert after.keys() == before.keys()
+    assert all(np.array_equal(after[k], before[k]) for k in before)
+    assert_refs_point_home(data)
+
+    ws.write("guide/2-tokens.md", page(2, "tokens") + "\n## Rotating tokens\n\nRotate weekly.\n")
+    ws.commit_and_push()
+    push = run(data, config, embedder)
+    assert push.segments_written == 1
+    assert (push.sources[0].chunks_embedded, push.sources[0].chunks_reused) == (1, 3)
+    home = {r.segment for r in current_pages(data)["docs:guide/2-tokens.md"].chunks}
+    assert [s.chunks for s in load_current(data).segments if s.id in home] == [4]  # that page
+    assert_consistent(data, ws)
+    assert_refs_point_home(data)
+
+
+def test_compaction_merges_small_segments_and_leaves_full_ones(tmp_path, ws, embedder):
+    data = DataDir(tmp_path / "data")
+    config = make_config(ws, segment_chunks=BOUND, max_segments=2)
+    run(data, config, embedder)
+    full = {s.id for s in load_current(data).segments if s.chunks >= BOUND}
+    assert len(full) >= 3
+    compacted = 0
+    for i in range(4):
+        ws.write(f"notes/{i}.md", f"# Note {i}\n\nA short note (marker-note-{i}) about nothing.\n")
+        ws.commit_and_push()
+        report = run(data, config, embedder)
+        compacted += report.compacted
+        segments = load_current(data).segments
+        assert full <= {s.id for s in segments}  # bulk segments are never merged for count
+        assert len([s for s in segments if s.chunks < BOUND]) <= 2
+        assert report.sources[0].chunks_embedded == 1
+    assert compacted >= 1
+    assert_consistent(data, ws)
+    assert_refs_point_home(data)
+
+    doomed = current_pages(data)["docs:guide/1-backups.md"].chunks[0].segment
+    assert doomed in full
+    ws.remove("guide/1-backups.md")  # half of its segment dies
+    ws.commit_and_push()
+    report = run(data, config, embedder)
+    segments = load_current(data).segments
+    assert report.compacted and doomed not in {s.id for s in segments}  # rewritten, dead gone
+    assert all(s.chunks <= BOUND for s in segments if s.id not in full)
+    assert report.sources[0].chunks_embedded == 0
+    assert_consistent(data, ws)
+    assert_refs_point_home(data)
+
+
+def test_compaction_policy_tiers():
+    def seg(name: str, chunks: int, dead: int = 0) -> SegmentRef:
+        return SegmentRef(name, chunks, windows=chunks, bytes=0, tombstones=[*range(dead)])
+
+    policy = CompactionPolicy(max_segments=2, full_chunks=100)
+    bulk = [seg(f"bulk{i}", 100) for i in range(6)]
+    assert choose_victims([*bulk, seg("rest", 40)], policy) == []
+    small = [seg("a", 50), seg("b", 3), seg("c", 2)]
+    assert [s.id for s in choose_victims(bulk + small, policy)] == ["b", "c"]
+    dead = seg("dead", 120, dead=40)
+    assert [s.id for s in choose_victims([*bulk, dead], policy)] == ["dead"]
+    assert choose_victims([seg("sparse", 120, dead=30), *small[:2]], policy) == []
+
+
+def test_a_crash_between_segments_keeps_the_last_good_version(tmp_path, ws, embedder, monkeypatch):
+    from docdex.indexer import segmentstream
+
+    data = DataDir(tmp_path / "data")
+    config = make_config(ws, segment_chunks=BOUND)
+    run(data, config, embedder)
+    before = live_state(data)
+    for n, topic in enumerate(["tracing", "sharding", "alerts"], start=len(TOPICS)):
+        ws.write(f"guide/{n}-{topic}.md", page(n, topic))
+    ws.commit_and_push()
+
+    real_write = segmentstream.write_segment
+    written = []
+
+    def crash_on_second(*args, **kwargs):
+        if written:
+            raise OSError("injected crash while writing the second segment")
+        written.append(real_write(*args, **kwargs))
+        return written[-1]
+
+    monkeypatch.setattr(segmentstream, "write_segment", crash_on_second)
+    with pytest.raises(OSError, match="injected"):
+        run(data, config, embedder)
+    monkeypatch.undo()
+    assert current_version(data) == 1
+    assert live_state(data)[1:] == before[1:]
+    snapshot = Snapshot.load(data, embedder=embedder)
+    try:
+        hits = search(snapshot, embedder, "marker1x2", reranker=None).results
+        assert hits[0].chunk_id == "docs:guide/1-backups.md#chunk2"
+    finally:
+        snapshot.close()
+
+    report = run(data, config, embedder)
+    assert report.published and report.segments_written >= 2
+    assert_consistent(data, ws)
+    assert_refs_point_home(data)
+    kept = {s.id for v in report.gc.kept_versions for s in load_manifest(data, v).segments}
+    on_disk = {p.name for p in data.segments.iterdir()}
+    assert on_disk == kept and written[0].id not in on_disk  # the orphan is collected
+
+
+def test_a_source_failing_half_way_publishes_nothing(tmp_path, ws, embedder, monkeypatch):
+    from docdex.indexer import gitsource
+
+    data = DataDir(tmp_path / "data")
+    config = make_config(ws, segment_chunks=BOUND)
+    run(data, config, embedder, full=False)
+    for n in range(3):
+        ws.write(f"guide/{n}-{TOPICS[n]}.md", page(n, TOPICS[n]) + f"\nEdited {n}.\n")
+    ws.commit_and_push()
+    real_read = gitsource.read_markdown
+    reads = []
+
+    def fail_on_third(*args, **kwargs):
+        reads.append(args)
+        if len(reads) == 3:
+            raise OSError("injected: the object store went away")
+        return real_read(*args, **kwargs)
+
+    monkeypatch.setattr(gitsource, "read_markdown", fail_on_third)
+    with pytest.raises(OSError, match="injected"):
+        run(data, config, embedder)
+    monkeypatch.undo()
+    assert current_version(data) == 1
+    run(data, config, embedder)
+    assert_consistent(data, ws)
+    assert_refs_point_home(data)
+
+
+def test_token_vectors_follow_chunks_into_every_streamed_segment(tmp_path, ws, embedder):
+    from test_token_vectors import token_files
+
+    data = DataDir(tmp_path / "data")
+    report = run(data, make_config(ws, segment_chunks=BOUND, late_interaction=True), embedder)
+    assert report.segments_written >= 4 and all(token_files(data))
+    assert report.sources[0].chunks_reused == 1  # the copy, tokens carried from its twin
+    assert load_current(data).format_minor == 1
+    assert_consistent(data, ws)
