@@ -10,7 +10,6 @@ from pathlib import Path
 
 import msgspec
 
-from docdex import inspection
 from docdex.config import (
     DEFAULT_INCLUDE,
     ConfigError,
@@ -327,6 +326,8 @@ def _add_inspect_commands(commands) -> None:
 
 
 def cmd_inspect_versions(data: DataDir, args) -> int:
+    from docdex import inspection
+
     versions = inspection.versions(data)
     if args.json:
         _print_json(versions)
@@ -344,6 +345,8 @@ def cmd_inspect_versions(data: DataDir, args) -> int:
 
 
 def cmd_inspect_source(data: DataDir, args) -> int:
+    from docdex import inspection
+
     info = inspection.source(data, args.name)
     if args.json:
         _print_json(info)
@@ -363,6 +366,8 @@ def cmd_inspect_source(data: DataDir, args) -> int:
 
 
 def cmd_inspect_doc(data: DataDir, args) -> int:
+    from docdex import inspection
+
     info = inspection.document(data, args.doc_id)
     if args.json:
         _print_json(info)

@@ -218,3 +218,14 @@ def test_optimised_graph_is_cached_per_machine_and_a_damaged_cache_is_replaced(
     repaired = Embedder.load(threads=1)
     assert float(repaired.embed_query("rotate the signing key") @ reference) > 0.9999
     assert cached.stat().st_size > 1_000_000  # rebuilt
+
+
+def test_the_weights_digest_is_remembered_but_a_wrong_memo_is_not_trusted(tmp_path, monkeypatch):
+    monkeypatch.setenv("DOCDEX_CACHE", str(tmp_path))
+    monkeypatch.setattr(em, "_sha_cache", {})  # this process's own memory of digests
+    path, _model_id, sha = em._verified_weights()
+    [memo] = list((tmp_path / "sha256").iterdir())
+    assert memo.read_text() == sha == hashlib.sha256(path.read_bytes()).hexdigest()
+    memo.write_text("0" * 64)  # a damaged memo: the file itself is hashed again
+    monkeypatch.setattr(em, "_sha_cache", {})
+    assert em._verified_weights()[2] == sha
