@@ -121,6 +121,36 @@ class ChunkTable(Sequence[ChunkRecord]):
         return _chunk_decoder.decode(os.pread(self._fd, end - start, start))
 
 
+_NPY_HEADER_READERS = {
+    (1, 0): np.lib.format.read_array_header_1_0,
+    (2, 0): np.lib.format.read_array_header_2_0,
+}
+
+
+class VectorRows:
+    """Rows of a segment's vectors.npy read with `pread` (as float32), for the few windows a
+    search scores outside its nearest-neighbour search, without mapping the file into the
+    reader's memory."""
+
+    def __init__(self, path: Path) -> None:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            read_header = _NPY_HEADER_READERS.get(version)
+            if read_header is None:
+                raise IndexFormatError(f"{path}: unsupported .npy version {version}")
+            shape, _fortran, dtype = read_header(f)
+            self._offset = f.tell()
+        self._dtype, self._dim = np.dtype(dtype), shape[1]
+        self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        weakref.finalize(self, os.close, self._fd)
+
+    def read(self, start: int, count: int) -> np.ndarray:
+        """(count, dim) float32: rows start .. start + count - 1."""
+        width = self._dim * self._dtype.itemsize
+        data = os.pread(self._fd, count * width, self._offset + start * width)
+        return np.frombuffer(data, dtype=self._dtype).reshape(-1, self._dim).astype(np.float32)
+
+
 def _scan_records(fd: int) -> np.ndarray:
     size = os.fstat(fd).st_size
     if size == 0:
@@ -160,6 +190,10 @@ class Segment:
     def owners(self) -> np.ndarray:
         """(windows,) int32: the chunk index each window row belongs to."""
         return np.load(self.path / OWNERS_FILE)
+
+    @cached_property
+    def vector_rows(self) -> VectorRows:
+        return VectorRows(self.path / VECTORS_FILE)
 
     def chunk_vectors(self, index: int) -> np.ndarray:
         chunk = self.chunks[index]

@@ -230,9 +230,12 @@ def retrieve(
     for rank, (key, score) in enumerate(dense_top(snapshot, qvec, source, path_prefix), 1):
         cand = found.setdefault(key, Candidate(key[0], key[1]))
         cand.dense, cand.dense_rank = score, rank
-    for cand in found.values():
-        if not cand.dense_rank:
-            cand.dense = chunk_cosine(snapshot.segments[cand.segment], cand.index, qvec)
+    lexical_only = [c for c in found.values() if not c.dense_rank]
+    for s in {c.segment for c in lexical_only}:
+        group = [c for c in lexical_only if c.segment == s]
+        cosines = chunk_cosines(snapshot.segments[s], [c.index for c in group], qvec)
+        for cand, cosine in zip(group, cosines, strict=True):
+            cand.dense = cosine
     return list(found.values())
 
 
@@ -290,16 +293,20 @@ def dense_top(
     snapshot: Snapshot, qvec: np.ndarray, source: str, path_prefix: str
 ) -> list[tuple[tuple[int, int], float]]:
     """Top chunks by their best window's cosine, over every segment, under the filters."""
-    best: dict[tuple[int, int], float] = {}
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # segment, chunk, cosine
     allowed = chunk_filters(snapshot, source, path_prefix)
     for s, seg in enumerate(snapshot.segments):
         rows, sims = _segment_knn(seg, qvec, allowed[s] if allowed else None)
-        for row, sim in zip(rows.tolist(), sims.tolist(), strict=True):
-            key = (s, int(seg.segment.owners[row]))
-            if sim > best.get(key, -2.0):
-                best[key] = sim
-    ranked = sorted(best.items(), key=lambda kv: -kv[1])
-    return ranked[:RETRIEVE_K]
+        order = np.argsort(-sims, kind="stable")
+        owners, sims = seg.segment.owners[rows[order]], sims[order]
+        chunks, first = np.unique(owners, return_index=True)  # first = the chunk's best window
+        parts.append((np.full(len(chunks), s), chunks, sims[first]))
+    if not parts:
+        return []
+    segments, chunks, sims = (np.concatenate(column) for column in zip(*parts, strict=True))
+    top = np.argsort(-sims, kind="stable")[:RETRIEVE_K]
+    keys = zip(segments[top].tolist(), chunks[top].tolist(), strict=True)
+    return list(zip(keys, sims[top].tolist(), strict=True))
 
 
 def chunk_filters(snapshot: Snapshot, source: str, path_prefix: str) -> list[np.ndarray] | None:
@@ -341,11 +348,13 @@ def _segment_knn(
     return labels[0].astype(np.int64), (1.0 - distances[0]).astype(np.float32)
 
 
-def chunk_cosine(seg: LoadedSegment, index: int, qvec: np.ndarray) -> float:
-    vectors = seg.chunk_vectors(index, exact=len(seg.live_rows) <= EXACT_DENSE_MAX_ROWS)
-    if not len(vectors):
-        return 0.0
-    return float((vectors @ qvec).max())
+def chunk_cosines(seg: LoadedSegment, indexes: list[int], qvec: np.ndarray) -> list[float]:
+    """Each chunk's best window cosine (0.0 for a chunk without windows)."""
+    out = []
+    for chunk in (seg.chunks[i] for i in indexes):
+        vectors = seg.window_vectors(chunk.window_start, chunk.window_count)
+        out.append(float((vectors @ qvec).max()) if len(vectors) else 0.0)
+    return out
 
 
 # --- fusion ---------------------------------------------------------------------------------

@@ -65,17 +65,13 @@ class LoadedSegment:
     def chunks(self) -> Sequence[ChunkRecord]:
         return self.segment.chunks
 
-    def chunk_vectors(self, index: int, exact: bool) -> np.ndarray:
-        """(windows, dim) float32 vectors of chunk `index`: from the float32 copy when the
-        segment is searched exactly, else from the HNSW graph's own copy, so that the
-        memory-mapped vectors.npy is not paged into this process."""
-        chunk = self.chunks[index]
-        start, stop = chunk.window_start, chunk.window_start + chunk.window_count
-        if exact or self.hnsw is None:
-            return self.vectors32[start:stop]
-        if start == stop:
-            return np.zeros((0, self.segment.dim), dtype=np.float32)
-        return self.hnsw.get_items(list(range(start, stop)))
+    def window_vectors(self, start: int, count: int) -> np.ndarray:
+        """(count, dim) float32 window vectors from row `start`: read from vectors.npy with
+        pread, so the file is not paged into this process (an exactly searched segment has
+        its float32 copy already)."""
+        if "vectors32" in self.__dict__:
+            return self.vectors32[start : start + count]
+        return self.segment.vector_rows.read(start, count)
 
 
 @dataclass
