@@ -455,12 +455,14 @@ def cmd_eval(data: DataDir, args) -> int:
 
 def cmd_serve(data: DataDir, args) -> int:
     from docdex.server.auth import BindRefused, check_bind, server_token
+    from docdex.server.memory import limit_malloc_arenas
     from docdex.server.model import start_loading
 
     try:
         check_bind(args.host, server_token(), args.insecure)
     except BindRefused as exc:
         raise CommandError(str(exc)) from None
+    limit_malloc_arenas()  # before any thread starts
     model = start_loading(data)  # before the other imports: it loads while they run
     from docdex.indexer.poller import Poller
     from docdex.indexer.worker import start_worker_process, stop_worker_process
