@@ -383,8 +383,12 @@ def _bracket_regex(body: str) -> str:
 def list_files(
     repo: Repo, commit: str, include: list[str], exclude: list[str]
 ) -> dict[str, FileEntry]:
-    tree = _require_commit(repo, commit).tree
-    return _in_globs(_TreeReader(repo).files(tree), include, exclude)
+    return _listed(repo, commit, include, exclude, _TreeReader.files)
+
+
+def _listed(repo: Repo, commit: str, include: list[str], exclude: list[str], walk):
+    """The entries `walk` (a _TreeReader method) yields for the commit's tree, in the globs."""
+    return _in_globs(walk(_TreeReader(repo), _require_commit(repo, commit).tree), include, exclude)
 
 
 def _in_globs(
@@ -564,8 +568,7 @@ def list_links(
     repo: Repo, commit: str, include: list[str], exclude: list[str]
 ) -> dict[str, FileEntry]:
     """The symlinks among the files the globs select."""
-    tree = _require_commit(repo, commit).tree
-    return _in_globs(_TreeReader(repo).symlinks(tree), include, exclude)
+    return _listed(repo, commit, include, exclude, _TreeReader.symlinks)
 
 
 def resolve_links(
