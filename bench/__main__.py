@@ -22,7 +22,7 @@ def _lazy(module: str, function: str) -> Callable[[], list[Figure]]:
 
 
 BENCHMARKS: dict[str, Callable[[], list[Figure]]] = {
-    "index-apm": _indexing("apm", 20, share=0.5),
+    "index-apm": _indexing("apm", 30),
     "index-rustc": _indexing("rustc", 200, full=False),
     "index-powershell": _indexing("powershell", 200, share=0.25),
     "hooks": _lazy("hooks", "bench_push_overhead"),
