@@ -99,8 +99,7 @@ class ChunkTable(Sequence[ChunkRecord]):
     that a file deleted by the garbage collector stays readable."""
 
     def __init__(self, path: Path) -> None:
-        self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        weakref.finalize(self, os.close, self._fd)
+        self._fd = _descriptor_for(self, path)
         self._offsets = _scan_records(self._fd)
 
     def __len__(self) -> int:
@@ -141,14 +140,20 @@ class VectorRows:
             shape, _fortran, dtype = read_header(f)
             self._offset = f.tell()
         self._dtype, self._dim = np.dtype(dtype), shape[1]
-        self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        weakref.finalize(self, os.close, self._fd)
+        self._fd = _descriptor_for(self, path)
 
     def read(self, start: int, count: int) -> np.ndarray:
         """(count, dim) float32: rows start .. start + count - 1."""
         width = self._dim * self._dtype.itemsize
         data = os.pread(self._fd, count * width, self._offset + start * width)
         return np.frombuffer(data, dtype=self._dtype).reshape(-1, self._dim).astype(np.float32)
+
+
+def _descriptor_for(owner: object, path: Path) -> int:
+    """A read-only descriptor of `path`, closed when `owner` is garbage collected."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    weakref.finalize(owner, os.close, fd)
+    return fd
 
 
 def _scan_records(fd: int) -> np.ndarray:

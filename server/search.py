@@ -230,12 +230,9 @@ def retrieve(
     for rank, (key, score) in enumerate(dense_top(snapshot, qvec, source, path_prefix), 1):
         cand = found.setdefault(key, Candidate(key[0], key[1]))
         cand.dense, cand.dense_rank = score, rank
-    lexical_only = [c for c in found.values() if not c.dense_rank]
-    for s in {c.segment for c in lexical_only}:
-        group = [c for c in lexical_only if c.segment == s]
-        cosines = chunk_cosines(snapshot.segments[s], [c.index for c in group], qvec)
-        for cand, cosine in zip(group, cosines, strict=True):
-            cand.dense = cosine
+    for cand in found.values():
+        if not cand.dense_rank:
+            cand.dense = chunk_cosine(snapshot.segments[cand.segment], cand.index, qvec)
     return list(found.values())
 
 
@@ -337,7 +334,7 @@ def _segment_knn(
     if count == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
     k = min(count, RETRIEVE_K * 2)
-    if len(allowed) <= EXACT_DENSE_MAX_ROWS or seg.hnsw is None:
+    if searched_exactly(seg):
         sims = seg.vectors32 @ qvec
         sims[~allowed] = -2.0
         top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
@@ -348,13 +345,16 @@ def _segment_knn(
     return labels[0].astype(np.int64), (1.0 - distances[0]).astype(np.float32)
 
 
-def chunk_cosines(seg: LoadedSegment, indexes: list[int], qvec: np.ndarray) -> list[float]:
-    """Each chunk's best window cosine (0.0 for a chunk without windows)."""
-    out = []
-    for chunk in (seg.chunks[i] for i in indexes):
-        vectors = seg.window_vectors(chunk.window_start, chunk.window_count)
-        out.append(float((vectors @ qvec).max()) if len(vectors) else 0.0)
-    return out
+def searched_exactly(seg: LoadedSegment) -> bool:
+    """Small segments are searched with exact products over their float32 copy."""
+    return len(seg.live_rows) <= EXACT_DENSE_MAX_ROWS or seg.hnsw is None
+
+
+def chunk_cosine(seg: LoadedSegment, index: int, qvec: np.ndarray) -> float:
+    """The chunk's best window cosine (0.0 for a chunk without windows)."""
+    chunk = seg.chunks[index]
+    vectors = seg.window_vectors(chunk.window_start, chunk.window_count, searched_exactly(seg))
+    return float((vectors @ qvec).max()) if len(vectors) else 0.0
 
 
 # --- fusion ---------------------------------------------------------------------------------

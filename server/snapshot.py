@@ -65,11 +65,11 @@ class LoadedSegment:
     def chunks(self) -> Sequence[ChunkRecord]:
         return self.segment.chunks
 
-    def window_vectors(self, start: int, count: int) -> np.ndarray:
-        """(count, dim) float32 window vectors from row `start`: read from vectors.npy with
-        pread, so the file is not paged into this process (an exactly searched segment has
-        its float32 copy already)."""
-        if "vectors32" in self.__dict__:
+    def window_vectors(self, start: int, count: int, exact: bool) -> np.ndarray:
+        """(count, dim) float32 window vectors from row `start`: from the float32 copy of a
+        segment searched exactly, else read from vectors.npy with pread, so that the file is
+        not paged into this process."""
+        if exact:
             return self.vectors32[start : start + count]
         return self.segment.vector_rows.read(start, count)
 
