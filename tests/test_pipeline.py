@@ -63,6 +63,18 @@ def live_state(data: DataDir):
     return manifest, pages, dense, text
 
 
+def push_new_pages(
+    data: DataDir, config: Config, ws: Workspace, embedder, pushes: int = 4
+) -> list[pipeline.RunReport]:
+    """`pushes` pushes that each add one page, each indexed; their reports in order."""
+    reports = []
+    for i in range(pushes):
+        ws.write(f"page{i}.md", f"# Page {i}\n\nSection number {i} about topic {i * 7}.\n")
+        ws.commit_and_push()
+        reports.append(run(data, config, embedder))
+    return reports
+
+
 def assert_consistent(data: DataDir, ws: Workspace) -> dict:
     """The served version is exactly the tree at the branch head, on every side."""
     manifest, pages, dense, text = live_state(data)
@@ -273,15 +285,9 @@ def test_compaction_merges_segments_without_embedding(tmp_path, ws, embedder):
     data = DataDir(tmp_path / "data")
     config = make_config(ws, max_segments=2)
     run(data, config, embedder)
-    compactions = 0
-    for i in range(4):
-        ws.write(f"page{i}.md", f"# Page {i}\n\nSection number {i} about topic {i * 7}.\n")
-        ws.commit_and_push()
-        report = run(data, config, embedder)
-        assert report.segments <= 2
-        assert report.sources[0].chunks_embedded == 1
-        compactions += report.compacted
-    assert compactions >= 1
+    reports = push_new_pages(data, config, ws, embedder)
+    assert all(r.segments <= 2 and r.sources[0].chunks_embedded == 1 for r in reports)
+    assert sum(r.compacted for r in reports) >= 1
     assert_consistent(data, ws)
 
 

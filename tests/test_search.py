@@ -25,7 +25,7 @@ from docdex.server.rerank import (
 from docdex.server.search import SearchError, SearchOptions, search
 from docdex.server.snapshot import Snapshot
 
-from gitrepo import Workspace
+from fixtures import pushed_workspace
 
 DOCS = {
     "guide/install.md": """# Installing Widget
@@ -111,14 +111,6 @@ HOSTILE = [
 ]
 
 
-def make_workspace(root: Path, files: dict[str, str]) -> Workspace:
-    ws = Workspace(root)
-    for path, text in files.items():
-        ws.write(path, text)
-    ws.commit_and_push("initial")
-    return ws
-
-
 def add_token_vectors(data: DataDir, embedder) -> None:
     """The reranker's token arrays for every segment (the indexer will write these; here the
     chunk's breadcrumb and raw text stand in for its embedded input)."""
@@ -136,8 +128,8 @@ def add_token_vectors(data: DataDir, embedder) -> None:
 @pytest.fixture(scope="module")
 def index(tmp_path_factory, embedder):
     root = tmp_path_factory.mktemp("search")
-    docs = make_workspace(root / "docs", DOCS)
-    other = make_workspace(root / "other", OTHER)
+    docs = pushed_workspace(root / "docs", DOCS)
+    other = pushed_workspace(root / "other", OTHER)
     data = DataDir(root / "data")
     config = Config(
         settings=Settings(keep_versions=5),

@@ -68,6 +68,13 @@ class Indexer:
         self.data = self._data_dir("data")
         self.fresh_runs = 0
 
+    @classmethod
+    def indexed(cls, tmp_path: Path, location: Path, embedder, worktree: bool) -> Indexer:
+        """An Indexer whose first run is done."""
+        indexer = cls(tmp_path, location, embedder, worktree)
+        indexer.run()
+        return indexer
+
     def _data_dir(self, name: str) -> DataDir:
         data = DataDir(self.tmp_path / name)
         data.ensure()
@@ -130,9 +137,7 @@ def assert_links_read(texts: dict[str, str], word: str, links=LINKS_TO_ALPHA) ->
 
 @pytest.fixture()
 def bare(tmp_path, ws, embedder) -> Indexer:
-    indexer = Indexer(tmp_path, ws.bare, embedder, worktree=False)
-    indexer.run()
-    return indexer
+    return Indexer.indexed(tmp_path, ws.bare, embedder, worktree=False)
 
 
 def test_push_editing_a_target_rereads_its_links(bare, ws):
@@ -194,9 +199,7 @@ def test_push_never_follows_a_link_out_of_the_repository(bare, ws, tmp_path):
 
 @pytest.fixture()
 def checkout(tmp_path, ws, embedder) -> Indexer:
-    indexer = Indexer(tmp_path, ws.work, embedder, worktree=True)
-    indexer.run()
-    return indexer
+    return Indexer.indexed(tmp_path, ws.work, embedder, worktree=True)
 
 
 def test_saving_a_target_rereads_its_links(checkout, ws):

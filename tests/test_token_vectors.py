@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_pipeline import assert_consistent, make_config, run
+from test_pipeline import assert_consistent, make_config, push_new_pages, run
 
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current, load_pages
@@ -92,14 +92,9 @@ def test_compaction_keeps_token_vectors(tmp_path, ws, embedder):
     data = DataDir(tmp_path / "data")
     config = make_config(ws, late_interaction=True, max_segments=2)
     run(data, config, embedder)
-    compactions = 0
-    for i in range(4):
-        ws.write(f"page{i}.md", f"# Page {i}\n\nSection number {i} about topic {i * 7}.\n")
-        ws.commit_and_push()
-        report = run(data, config, embedder)
-        assert report.segments <= 2
-        compactions += report.compacted
-    assert compactions >= 1
+    reports = push_new_pages(data, config, ws, embedder)
+    assert all(r.segments <= 2 for r in reports)
+    assert sum(r.compacted for r in reports) >= 1
     assert all(token_files(data))
     assert_consistent(data, ws)
     snapshot = Snapshot.load(data, embedder=embedder)
