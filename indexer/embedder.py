@@ -19,6 +19,7 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
+from docdex.index_format.layout import write_atomic
 from docdex.index_format.model import EmbedderInfo
 
 DIM = 384
@@ -106,9 +107,7 @@ def _remembered_sha256(path: Path, key: tuple[str, int, int]) -> str:
             return text
     digest = _hash_file(path)
     if memo is not None:
-        tmp = memo.with_name(f".tmp-{os.getpid()}-{memo.name}")
-        tmp.write_text(digest)
-        os.replace(tmp, memo)
+        write_atomic(memo, digest.encode())
     return digest
 
 
