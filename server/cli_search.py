@@ -29,7 +29,7 @@ def run_search_command(
     (no data directory, no version, a refused version) propagate to the CLI's handler."""
     from docdex.indexer.embedder import Embedder
 
-    embedder = Embedder.load()
+    embedder = Embedder.load(for_queries=True)
     snapshot = Snapshot.load(data, embedder=embedder)
     try:
         result = search(snapshot, embedder, query, n, source, path_prefix, reranker=reranker)

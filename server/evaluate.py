@@ -371,7 +371,7 @@ def run_eval_command(
         print(f"docdex eval: -k must be between 1 and {DEPTH}", file=sys.stderr)
         return 2
     try:
-        embedder = Embedder.load()
+        embedder = Embedder.load(for_queries=True)
         snapshot = Snapshot.load(DataDir(data_dir), embedder=embedder)
     except (IndexFormatError, ModelMissing) as exc:
         print(f"docdex eval: {exc}", file=sys.stderr)

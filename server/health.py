@@ -55,7 +55,12 @@ def _status_body(
         "refused_version": msgspec.to_builtins(stats.refused_version),
         "last_ingestion": msgspec.to_builtins(metrics.read_last_ingestion(data)),
         "last_ingestion_failure": msgspec.to_builtins(metrics.read_last_failure(data)),
-        "models": {"embedder": embedder.info.id, "dim": embedder.info.dim, "reranker": reranker},
+        "models": {
+            "embedder": embedder.info.id,
+            "dim": embedder.info.dim,
+            "query_graph": embedder.graph,
+            "reranker": reranker,
+        },
         "versions": {
             "serving_since": stats.serving_since,
             "load_ms": _round(stats.load_ms),

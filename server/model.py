@@ -25,7 +25,7 @@ def load_embedder(data: DataDir) -> Embedder:
         threads = load_config(data).settings.threads
     except ConfigError:
         threads = 0
-    return Embedder.load(threads=threads or min(2, os.cpu_count() or 1))
+    return Embedder.load(threads=threads or min(2, os.cpu_count() or 1), for_queries=True)
 
 
 def start_loading(data: DataDir) -> Future[Embedder]:

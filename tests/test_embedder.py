@@ -229,3 +229,44 @@ def test_the_weights_digest_is_remembered_but_a_wrong_memo_is_not_trusted(tmp_pa
     memo.write_text("0" * 64)  # a damaged memo: the file itself is hashed again
     monkeypatch.setattr(em, "_sha_cache", {})
     assert em._verified_weights()[2] == sha
+
+
+QUERY_TEXTS = [
+    "rotate the signing key",
+    "How do I set max_connections for the pool?",
+    "Get-ChildItem -Recurse -Filter *.md",
+    "Where does the WOW6432Node registry key live on 64-bit Windows?",
+]
+
+
+def test_the_query_graph_keeps_weights_int8_and_agrees_with_float32(emb, tmp_path, monkeypatch):
+    monkeypatch.setenv("DOCDEX_CACHE", str(tmp_path))
+    queries = Embedder.load(threads=2, for_queries=True)
+    assert (queries.graph, emb.graph) == ("int8", "float32")
+    assert queries.info == emb.info  # the same model: an index serves both
+    [cached] = list((tmp_path / "onnx").glob("minilm-int8-*.onnx"))
+    assert cached.stat().st_size < 30_000_000  # int8 weights (float32 would be 90 MB)
+    for text in QUERY_TEXTS:
+        assert float(queries.embed_query(text) @ emb.embed_query(text)) > 0.999
+        tokens = cos_rows(queries.token_vectors(text), emb.token_vectors(text))
+        assert tokens.min() > 0.995
+
+
+def test_a_damaged_query_graph_is_rebuilt(emb, tmp_path, monkeypatch):
+    monkeypatch.setenv("DOCDEX_CACHE", str(tmp_path))
+    Embedder.load(threads=1, for_queries=True)
+    [cached] = list((tmp_path / "onnx").glob("minilm-int8-*.onnx"))
+    cached.write_bytes(b"not an onnx model")
+    repaired = Embedder.load(threads=1, for_queries=True)
+    assert repaired.graph == "int8"
+    assert float(repaired.embed_query(QUERY_TEXTS[0]) @ emb.embed_query(QUERY_TEXTS[0])) > 0.999
+    assert cached.stat().st_size > 1_000_000
+
+
+def test_without_the_query_graph_queries_fall_back_to_float32(emb, tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("DOCDEX_CACHE", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "onnx", None)  # as if the onnx package were missing
+    fallback = Embedder.load(threads=1, for_queries=True)
+    assert fallback.graph == "float32"
+    assert "int8 query graph unavailable" in caplog.text
+    assert float(fallback.embed_query(QUERY_TEXTS[0]) @ emb.embed_query(QUERY_TEXTS[0])) > 0.9999

@@ -104,6 +104,7 @@ def test_health_reports_index_models_and_metrics(servers):
     source = body["sources"]["docs"]
     assert len(source["commit"]) == 40 and source["files"] == 3
     assert body["models"]["embedder"].startswith("all-MiniLM-L6-v2")
+    assert body["models"]["query_graph"] == "int8"  # the served model keeps int8 weights
     assert body["models"]["reranker"]
     assert body["uptime_s"] > 0 and body["refused_version"] is None
     assert body["last_ingestion"] is None and body["last_ingestion_failure"] is None
