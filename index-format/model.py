@@ -112,6 +112,51 @@ class PageRecord(PageInfo, frozen=True):
 
     chunks: list[ChunkRef]
 
+    def refs(self) -> list[ChunkRef]:
+        return self.chunks
+
+    @property
+    def chunk_count(self) -> int:
+        return len(self.chunks)
+
+
+class StoredPage(PageInfo, frozen=True):
+    """A page as an incremental run reads the previous table: the same record with its
+    chunk refs left encoded. A run decodes the refs of the pages it touches only, so a
+    small push into a large source does not pay for the whole table (PowerShell-Docs'
+    decodes in 11 ms instead of 65); written back, it encodes to the same bytes."""
+
+    chunks: msgspec.Raw
+
+    def refs(self) -> list[ChunkRef]:
+        return _chunk_refs.decode(self.chunks)
+
+    @property
+    def chunk_count(self) -> int:
+        return _array_length(self.chunks)
+
+
+IndexedPage = PageRecord | StoredPage  # a page of the table an incremental run writes
+
+
+def with_refs(page: IndexedPage, refs: list[ChunkRef]) -> PageRecord:
+    """`page` with other chunk refs (compaction moved its chunks)."""
+    fields = {name: getattr(page, name) for name in PageInfo.__struct_fields__}
+    return PageRecord(**fields, chunks=refs)
+
+
+_chunk_refs = msgspec.msgpack.Decoder(list[ChunkRef])
+
+
+def _array_length(encoded: msgspec.Raw) -> int:
+    """The element count in the header of a msgpack array."""
+    data = memoryview(encoded)
+    if 0x90 <= data[0] <= 0x9F:  # fixarray
+        return data[0] & 0x0F
+    if data[0] in (0xDC, 0xDD):  # array 16, array 32
+        return int.from_bytes(data[1 : 3 if data[0] == 0xDC else 5], "big")
+    raise msgspec.DecodeError(f"expected a msgpack array, found type byte 0x{data[0]:02x}")
+
 
 class ServedPage(PageInfo, frozen=True):
     """A page as the server reads it: the same record decoded with ChunkLocations only, so
@@ -141,6 +186,7 @@ class SourceState(msgspec.Struct, frozen=True):
     chunks: int
     problems: list[FileProblem] = []
     last_error: str = ""
+    links: dict[str, str] | None = None  # symlinks at `commit`: path -> link blob (None: unknown)
 
 
 class Manifest(msgspec.Struct, frozen=True):

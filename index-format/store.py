@@ -18,14 +18,24 @@ import msgspec
 import numpy as np
 
 from .layout import VERSION_DIGITS, DataDir, IndexFormatError, write_atomic
-from .model import FORMAT_MAJOR, ChunkRecord, Manifest, PageInfo, PageRecord, ServedPage
+from .model import (
+    FORMAT_MAJOR,
+    ChunkRecord,
+    Manifest,
+    PageInfo,
+    PageRecord,
+    ServedPage,
+    StoredPage,
+)
 
 P = TypeVar("P", bound=PageInfo)
 
 _manifest_decoder = msgspec.json.Decoder(Manifest)
 _chunk_decoder = msgspec.msgpack.Decoder(ChunkRecord)
 _raw_list_decoder = msgspec.msgpack.Decoder(list[msgspec.Raw])
-_pages_decoders = {t: msgspec.msgpack.Decoder(list[t]) for t in (PageRecord, ServedPage)}
+_pages_decoders = {
+    t: msgspec.msgpack.Decoder(list[t]) for t in (PageRecord, ServedPage, StoredPage)
+}
 _encoder = msgspec.msgpack.Encoder()
 
 CHUNKS_FILE = "chunks.msgpack"
@@ -237,7 +247,8 @@ def directory_bytes(path: Path) -> int:
 
 
 def load_pages(data: DataDir, name: str, as_type: type[P] = PageRecord) -> list[P]:
-    """The page table `name`, as PageRecords (the indexer) or ServedPages (readers)."""
+    """The page table `name`, as PageRecords, StoredPages (an incremental run) or
+    ServedPages (readers)."""
     if not name:
         return []
     path = data.pages_file(name)
@@ -249,5 +260,5 @@ def load_pages(data: DataDir, name: str, as_type: type[P] = PageRecord) -> list[
         raise IndexFormatError(f"page table {path} is corrupt: {exc}") from None
 
 
-def write_pages(data: DataDir, name: str, pages: list[PageRecord]) -> None:
+def write_pages(data: DataDir, name: str, pages: Sequence[PageRecord | StoredPage]) -> None:
     write_atomic(data.pages_file(name), _encoder.encode(pages))

@@ -11,6 +11,7 @@ dates its page gets.
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from dulwich.object_store import tree_lookup_path
 from dulwich.repo import Repo
 
 from docdex.config import SourceConfig
-from docdex.index_format.model import FileProblem, PageRecord, SourceState
+from docdex.index_format.model import FileProblem, PageInfo, SourceState
 
 from . import gitsource
 from .gitsource import Change, FileEntry, PageDates
@@ -39,6 +40,7 @@ class Found:
     read: Reader
     dates: dict[str, PageDates] = field(default_factory=dict)  # per new or changed path
     redated: dict[str, PageDates] = field(default_factory=dict)  # unchanged pages, new dates
+    links: dict[str, str] | None = None  # the commit's symlinks, path -> link blob (None: unknown)
 
 
 def touched_paths(changes: list[Change]) -> set[str]:
@@ -48,7 +50,7 @@ def touched_paths(changes: list[Change]) -> set[str]:
     return touched
 
 
-def full_changes(files: dict[str, FileEntry], old_pages: dict[str, PageRecord]) -> list[Change]:
+def full_changes(files: dict[str, FileEntry], old_pages: dict[str, PageInfo]) -> list[Change]:
     """A rebuild: every old page goes, every current file comes (vectors still reused)."""
     changes = [
         Change(kind="delete", path=p.path, old_blob=p.blob)
@@ -69,7 +71,7 @@ def full_changes(files: dict[str, FileEntry], old_pages: dict[str, PageRecord]) 
     return changes
 
 
-def _known_dates(old_pages: dict[str, PageRecord]) -> dict[str, PageDates]:
+def _known_dates(old_pages: dict[str, PageInfo]) -> dict[str, PageDates]:
     """Dates of pages dated from git history (a working-tree edit has no commit)."""
     return {
         p.path: PageDates(created=p.created, modified=p.modified, commit=p.commit)
@@ -99,7 +101,7 @@ def commit_changes(
     branch: str,
     head: str,
     base: SourceState | None,
-    old_pages: dict[str, PageRecord],
+    old_pages: dict[str, PageInfo],
 ) -> Found | None:
     """Changes from the base state to `head`; None when the base is `head` already."""
     old = base.commit if base else None
@@ -108,15 +110,16 @@ def commit_changes(
     if old is None:
         files = gitsource.list_files(repo, head, source.include, source.exclude)
         changes = full_changes(files, old_pages)
+        links = {path: e.blob for path, e in files.items() if stat.S_ISLNK(e.mode)}
     elif old.endswith(WORKTREE_SUFFIX):
         changes = _indexed_diff(repo, head, source, old_pages)  # a working tree is no commit
-        changes = _with_relinked_commit(repo, source, None, head, changes)
+        changes, links = _with_relinked_commit(repo, source, None, head, changes, None)
     else:
         indexed = {p.path: p.blob for p in old_pages.values()}
         changes = gitsource.diff_commits(
             repo, old, head, source.include, source.exclude, indexed=indexed
         )
-        changes = _with_relinked_commit(repo, source, old, head, changes)
+        changes, links = _with_relinked_commit(repo, source, old, head, changes, base.links)
     touched = touched_paths(changes)
     redate = {p.path for p in old_pages.values() if not p.commit and p.path not in touched}
     wanted = {c.path for c in changes if c.kind != "delete"} | redate
@@ -130,19 +133,51 @@ def commit_changes(
         read=lambda entry: gitsource.read_markdown(repo, head, entry, max_bytes),
         dates=dates,
         redated={path: dates[path] for path in redate if path in dates},
+        links=links,
     )
 
 
 def _with_relinked_commit(
-    repo: Repo, source: SourceConfig, old: str | None, head: str, changes: list[Change]
-) -> list[Change]:
+    repo: Repo,
+    source: SourceConfig,
+    old: str | None,
+    head: str,
+    changes: list[Change],
+    old_links: dict[str, str] | None,
+) -> tuple[list[Change], dict[str, str]]:
     """`changes` plus the links they leave alone that lead elsewhere at `head` than at
-    `old` (a target edited, deleted or moved); every link when `old` is not a commit."""
+    `old` (a target edited, deleted or moved; every link when `old` is not a commit), and
+    the links at `head`."""
     touched = touched_paths(changes)
-    links = gitsource.list_links(repo, head, source.include, source.exclude)
-    unchanged = [entry for path, entry in links.items() if path not in touched]
+    links = _links_at(repo, source, head, changes, old_links)
+    unchanged = [
+        FileEntry(path, blob, SYMLINK_MODE) for path, blob in links.items() if path not in touched
+    ]
     retargeted = gitsource.retargeted_links(repo, old, head, unchanged)
-    return _sorted(changes + [_reread(e.path, e.blob, e.mode, e.blob) for e in retargeted])
+    relinked = [_reread(e.path, e.blob, e.mode, e.blob) for e in retargeted]
+    return _sorted(changes + relinked), links
+
+
+def _links_at(
+    repo: Repo,
+    source: SourceConfig,
+    head: str,
+    changes: list[Change],
+    old_links: dict[str, str] | None,
+) -> dict[str, str]:
+    """The symlinks at `head` (path -> link blob): those of the base commit as its state
+    recorded them, updated by the changes since; listed from the tree (which, in a large
+    repository, is most of a small push's tree reading) only when nothing was recorded."""
+    if old_links is None:
+        listed = gitsource.list_links(repo, head, source.include, source.exclude)
+        return {path: entry.blob for path, entry in listed.items()}
+    links = dict(old_links)
+    for change in changes:
+        links.pop(change.old_path or change.path, None)
+        links.pop(change.path, None)
+        if change.kind != "delete" and change.blob and stat.S_ISLNK(change.mode or 0):
+            links[change.path] = change.blob
+    return dict(sorted(links.items()))
 
 
 def _reread(path: str, blob: str, mode: int, old_blob: str) -> Change:
@@ -155,7 +190,7 @@ def _sorted(changes: list[Change]) -> list[Change]:
 
 
 def _indexed_diff(
-    repo: Repo, head: str, source: SourceConfig, old_pages: dict[str, PageRecord]
+    repo: Repo, head: str, source: SourceConfig, old_pages: dict[str, PageInfo]
 ) -> list[Change]:
     current = gitsource.list_files(repo, head, source.include, source.exclude)
     return gitsource.diff_against_indexed({p.path: p.blob for p in old_pages.values()}, current)
@@ -171,7 +206,7 @@ def worktree_changes(
     source: SourceConfig,
     max_bytes: int,
     base: SourceState | None,
-    old_pages: dict[str, PageRecord],
+    old_pages: dict[str, PageInfo],
     dirty: set[str] | None,
     skip: list[Path],
 ) -> Found | None:
@@ -207,7 +242,7 @@ def _scan(
     tree: Worktree,
     head: str | None,
     base: SourceState | None,
-    old_pages: dict[str, PageRecord],
+    old_pages: dict[str, PageInfo],
     dirty: set[str] | None,
 ) -> tuple[dict[str, WorktreeFile], list[Change]]:
     """The files looked at and how they differ from the base state."""
@@ -263,7 +298,7 @@ def _with_rereads(
 def _committed_since(
     current: dict[str, WorktreeFile],
     changes: list[Change],
-    old_pages: dict[str, PageRecord],
+    old_pages: dict[str, PageInfo],
     at_head: dict[str, str],
 ) -> set[str]:
     """Unchanged pages dated as uncommitted edits whose content HEAD now has."""
@@ -290,7 +325,7 @@ def _entries(files: dict[str, WorktreeFile]) -> dict[str, FileEntry]:
     return {path: FileEntry(path, f.blob, f.mode) for path, f in files.items()}
 
 
-def _indexed_blobs(base: SourceState, old_pages: dict[str, PageRecord]) -> dict[str, str]:
+def _indexed_blobs(base: SourceState, old_pages: dict[str, PageInfo]) -> dict[str, str]:
     """Path -> blob id of what the base state holds. A file with a problem has no page:
     an empty blob id makes it compare as changed while it exists and deleted once gone."""
     blobs = {p.path: "" for p in base.problems}
@@ -353,7 +388,7 @@ def _worktree_dates(
     changes: list[Change],
     current: dict[str, WorktreeFile],
     at_head: dict[str, str],
-    old_pages: dict[str, PageRecord],
+    old_pages: dict[str, PageInfo],
     redate: set[str],
 ) -> dict[str, PageDates]:
     """Git dates for files as committed at HEAD; for edited ones the file's mtime as

@@ -14,14 +14,14 @@ from __future__ import annotations
 import msgspec
 
 from docdex.index_format.layout import DataDir
-from docdex.index_format.model import PageRecord, SegmentRef, SourceState
+from docdex.index_format.model import IndexedPage, SegmentRef, SourceState, StoredPage, with_refs
 from docdex.index_format.store import load_pages
 
 from .segments import Moves, merge_segments
 
 MAX_DEAD_SHARE = 0.3
 
-PagesBySource = dict[str, list[PageRecord] | None]
+PagesBySource = dict[str, list[IndexedPage] | None]
 
 
 class CompactionPolicy(msgspec.Struct, frozen=True):
@@ -74,19 +74,17 @@ def _mostly_dead(segment: SegmentRef) -> bool:
 def _all_pages(data: DataDir, pages_by_source: PagesBySource, states) -> PagesBySource:
     """Page lists of every source: compaction moves chunks that untouched sources name."""
     return {
-        source: pages if pages is not None else load_pages(data, states[source].pages_file)
+        source: load_pages(data, states[source].pages_file, StoredPage) if pages is None else pages
         for source, pages in pages_by_source.items()
     }
 
 
-def _repoint(pages: list[PageRecord], moves: Moves, victim_ids: set[str]) -> list[PageRecord]:
+def _repoint(pages: list[IndexedPage], moves: Moves, victim_ids: set[str]) -> list[IndexedPage]:
     out = []
     for page in pages:
-        if any(ref.segment in victim_ids for ref in page.chunks):
-            refs = [
-                moves[(ref.segment, ref.index)] if ref.segment in victim_ids else ref
-                for ref in page.chunks
-            ]
-            page = msgspec.structs.replace(page, chunks=refs)
+        refs = page.refs()
+        if any(ref.segment in victim_ids for ref in refs):
+            moved = [moves[(r.segment, r.index)] if r.segment in victim_ids else r for r in refs]
+            page = with_refs(page, moved)
         out.append(page)
     return out

@@ -32,6 +32,7 @@ from docdex.index_format.model import (
     PageRecord,
     SegmentRef,
     SourceState,
+    StoredPage,
 )
 from docdex.index_format.store import (
     list_versions,
@@ -45,7 +46,7 @@ from docdex.logs import log_event
 from docdex.server.late_interaction import TOKOFFSETS_FILE
 
 from . import changes, gitsource
-from .compaction import CompactionPolicy, compact
+from .compaction import CompactionPolicy, PagesBySource, compact
 from .embedder import Embedder, embed_input
 from .gc import GcReport, collect_garbage
 from .lock import writer_lock
@@ -109,7 +110,7 @@ class RunState:
     loaded_embedder: Embedder | None = None
     reusable: dict[str, ChunkRef] = field(default_factory=dict)  # content hash -> a chunk to copy
     deleted_pages: list[str] = field(default_factory=list)
-    kept_pages: dict[str, list[PageRecord]] = field(default_factory=dict)  # touched sources
+    kept_pages: dict[str, list[StoredPage]] = field(default_factory=dict)  # touched sources
     states: dict[str, SourceState] = field(default_factory=dict)
     reports: list[SourceReport] = field(default_factory=list)
     removed_sources: list[str] = field(default_factory=list)
@@ -288,7 +289,7 @@ def _new_state(source: SourceConfig, branch: str, **fields) -> SourceState:
 
 
 def _index_repo(run, source, repo, previous, rebuild, report) -> None:
-    old_pages = {p.path: p for p in load_pages(run.data, previous.pages_file)} if previous else {}
+    old_pages = _previous_pages(run.data, previous)
     config_hash = _config_hash(source, run.settings)
     report.previous_commit = previous.commit if previous else ""
     same_config = previous is not None and previous.config_hash == config_hash
@@ -316,7 +317,14 @@ def _index_repo(run, source, repo, previous, rebuild, report) -> None:
         config_hash=config_hash,
         commit=found.commit,
         problems=_carry_problems(base, found.changes, report.problems),
+        links=found.links,
     )
+
+
+def _previous_pages(data: DataDir, previous: SourceState | None) -> dict[str, StoredPage]:
+    if previous is None:
+        return {}
+    return {p.path: p for p in load_pages(data, previous.pages_file, StoredPage)}
 
 
 def _branch_missing(run, source, repo, branch, old_pages, report, config_hash) -> None:
@@ -358,7 +366,7 @@ def _apply(run: RunState, source: SourceConfig, found: changes.Found, old_pages,
     report.problems = problems
 
 
-def _redate(page: PageRecord, dates: gitsource.PageDates | None) -> PageRecord:
+def _redate(page: StoredPage, dates: gitsource.PageDates | None) -> StoredPage:
     if dates is None:
         return page
     return msgspec.structs.replace(
@@ -407,10 +415,10 @@ def _parse(run, source: str, entry, content: str, dates) -> PendingPage:
     return PendingPage(page, chunks)
 
 
-def _remove_page(run: RunState, page: PageRecord) -> None:
+def _remove_page(run: RunState, page: StoredPage) -> None:
     run.deleted_pages.append(page.doc_id)
     run.text.delete_page(page.doc_id)
-    for ref in page.chunks:
+    for ref in page.refs():
         run.tombstones.setdefault(ref.segment, set()).add(ref.index)
         run.reusable.setdefault(ref.content_hash, ref)
 
@@ -512,15 +520,15 @@ def _live_segments(run: RunState) -> list[SegmentRef]:
     return out + run.stream.segments
 
 
-def _final_pages(run: RunState) -> dict[str, list[PageRecord] | None]:
+def _final_pages(run: RunState) -> PagesBySource:
     """Per touched source its complete new page list; None for sources left as they were."""
-    out: dict[str, list[PageRecord] | None] = {}
+    out: PagesBySource = {}
     for source in run.states:
         if source not in run.kept_pages:
             out[source] = None
             continue
         fresh = run.stream.pages.get(source, [])
-        out[source] = sorted(run.kept_pages[source] + fresh, key=lambda p: p.path)
+        out[source] = sorted([*run.kept_pages[source], *fresh], key=lambda p: p.path)
     return out
 
 
@@ -538,7 +546,7 @@ def _final_states(run: RunState, pages_by_source) -> dict[str, SourceState]:
             state,
             pages_file=pages_file,
             files=len(pages),
-            chunks=sum(len(p.chunks) for p in pages),
+            chunks=sum(p.chunk_count for p in pages),
         )
     return states
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import msgspec
 import pytest
 from dulwich.repo import Repo
 
 from docdex.config import Config, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.model import FileProblem
-from docdex.index_format.store import load_current, load_pages, load_segment
+from docdex.index_format.store import load_current, load_pages, load_segment, write_manifest
 from docdex.indexer.gitsource import list_files, read_markdown
 from docdex.indexer.pipeline import RunReport, index_sources
 from docdex.indexer.worktree import Worktree
@@ -140,9 +141,29 @@ def bare(tmp_path, ws, embedder) -> Indexer:
     return Indexer.indexed(tmp_path, ws.bare, embedder, worktree=False)
 
 
-def test_push_editing_a_target_rereads_its_links(bare, ws):
+def recorded_links(data: DataDir) -> dict[str, str] | None:
+    manifest = load_current(data)
+    assert manifest is not None
+    return manifest.sources["docs"].links
+
+
+def forget_links(data: DataDir) -> None:
+    """Make the current version's state look like one written before links were recorded."""
+    manifest = load_current(data)
+    state = msgspec.structs.replace(manifest.sources["docs"], links=None)
+    write_manifest(data, msgspec.structs.replace(manifest, sources={"docs": state}))
+
+
+IN_GLOB_LINKS = {*LINKS_TO_ALPHA, "text.md"}  # `alias` links a directory: not a page
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["links-recorded", "links-listed"])
+def test_push_editing_a_target_rereads_its_links(bare, ws, recorded):
     texts, _ = bare.check()
     assert_links_read(texts, "copperfinch")
+    assert set(recorded_links(bare.data)) == IN_GLOB_LINKS
+    if not recorded:
+        forget_links(bare.data)
 
     ws.write("docs/alpha.md", ALPHA_EDITED)
     ws.write("notes.txt", "# Notes\n\nEdited plain text: the velvetgnat.\n")
@@ -180,6 +201,24 @@ def test_push_retargeting_links(bare, ws):
     texts, _ = bare.check()
     assert "lanternfly" in texts["via-dir.md"]
     assert "marblecrest" in texts["link.md"] and "marblecrest" in texts["chain.md"]
+    assert set(recorded_links(bare.data)) == IN_GLOB_LINKS
+
+
+def test_pushes_keep_the_recorded_links_current(bare, ws):
+    delete(ws, "docs/alpha.md")
+    link(ws, "docs/alpha.md", "../beta.md")  # a file turned into a link
+    delete(ws, "text.md")
+    ws.write("text.md", "# Text\n\nNo longer a link: the amberwhelk.\n")  # a link turned file
+    delete(ws, "chain.md")
+    head = ws.commit_and_push("links come and go")
+    bare.run()
+    texts, problems = bare.check()
+    assert problems == {} and "amberwhelk" in texts["text.md"]
+    links = recorded_links(bare.data)
+    assert set(links) == {"docs/alpha.md", "link.md", "via-dir.md"}
+    in_tree = list_files(Repo(str(ws.bare)), head, ["**/*.md"], [])
+    assert links == {path: in_tree[path].blob for path in links}
+    assert_links_read(texts, "marblecrest", ("docs/alpha.md", "link.md", "via-dir.md"))
 
 
 def test_push_never_follows_a_link_out_of_the_repository(bare, ws, tmp_path):
