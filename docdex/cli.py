@@ -464,17 +464,14 @@ def cmd_serve(data: DataDir, args) -> int:
         raise CommandError(str(exc)) from None
     limit_malloc_arenas()  # before any thread starts
     model = start_loading(data)  # before the other imports: it loads while they run
-    from docdex.indexer.poller import Poller
-    from docdex.indexer.worker import start_worker_process, stop_worker_process
+    from docdex.indexer.background import Background
     from docdex.server.app import serve
 
-    worker = None if args.no_worker else start_worker_process(data)
+    background = Background(data, worker=not args.no_worker)  # starts once listening
     try:
-        with Poller(data):  # files poll requests for remote sources; the worker takes them
-            return serve(data, args.host, args.port, args.insecure, model)
+        return serve(data, args.host, args.port, args.insecure, model, background.start)
     finally:
-        if worker:
-            stop_worker_process(worker)
+        background.stop()
 
 
 # --- hook and worker -----------------------------------------------------------------------

@@ -97,10 +97,12 @@ def serve(
     port: int = 8085,
     insecure: bool = False,
     model: Future[Embedder] | None = None,
+    on_listening: Callable[[], None] | None = None,
 ) -> int:
     """Run the server until interrupted. Returns the process exit code. `model`: the model
-    already loading (model.start_loading), so that it overlaps the imports. Raises
-    BindRefused for an address the bind policy refuses (auth.check_bind)."""
+    already loading (model.start_loading), so that it overlaps the imports; `on_listening`:
+    called once the socket listens. Raises BindRefused for an address the bind policy
+    refuses (auth.check_bind)."""
     setup_logging()
     token = server_token()
     check_bind(host, token, insecure)
@@ -112,10 +114,13 @@ def serve(
     app = build_app(
         docs, host, token, extra, on_mcp_ready=lambda: boot.mark(f"ready: MCP at {base}{MCP_PATH}")
     )
-    server = _Uvicorn(
-        _uvicorn_config(app, host, port),
-        lambda: boot.mark(f"listening: {base} ({auth}); /health and /api/search answer"),
-    )
+
+    def listening() -> None:
+        boot.mark(f"listening: {base} ({auth}); /health and /api/search answer")
+        if on_listening is not None:
+            on_listening()
+
+    server = _Uvicorn(_uvicorn_config(app, host, port), listening)
     server.run()
     return 0 if server.started else 1
 

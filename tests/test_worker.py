@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -136,6 +137,11 @@ def test_a_directory_that_is_not_docdex_is_left_alone(tmp_path):
     assert done.returncode == 0 and list(empty.iterdir()) == []
 
 
+def start_ticks(pid: int) -> int:
+    """When process `pid` started, in clock ticks since boot."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19])
+
+
 def test_serve_runs_the_worker_and_stops_it(setup, tmp_path):
     ws, data = setup
     server = ServeProcess(data.root, tmp_path / "serve.log", worker=True)
@@ -143,6 +149,11 @@ def test_serve_runs_the_worker_and_stops_it(setup, tmp_path):
     try:
         pid = wait_for(lambda: worker_pid(data), 30, "the worker beside serve")
         assert Path(f"/proc/{pid}/stat").read_text().split()[3] == str(server.proc.pid)
+        listening_ms = int(re.search(r"\[boot \+(\d+) ms\] listening:", server.output()).group(1))
+        worker_after_s = (start_ticks(pid) - start_ticks(server.proc.pid)) / os.sysconf(
+            "SC_CLK_TCK"
+        )
+        assert worker_after_s >= listening_ms / 1000 - 0.02  # started once serve listened
         file_request(data, "docs", "reindex")
         wait_for(lambda: load_current(data), 90, "a version from serve's worker")
         assert load_current(data).sources["docs"].files == 1
