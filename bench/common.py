@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -12,10 +13,14 @@ from pathlib import Path
 
 import msgspec
 
+from docdex.index_format.layout import DataDir, IndexFormatError
+from docdex.index_format.store import load_current
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 RESULTS = ROOT / "bench" / "results"
 CACHE = Path(os.environ.get("DOCDEX_BENCH_CACHE", "/tmp/docdex-bench"))
+SEEDS = CACHE / "seeds"
 
 CORPORA = {  # name -> (bundle, branch)
     "apm": ("apm-docs.bundle", "main"),
@@ -58,6 +63,32 @@ def source_repo(corpus: str) -> Path:
             str(path),
         )
     return path
+
+
+_NOT_INDEX = shutil.ignore_patterns("state", "docdex.toml")  # a run's state, configuration
+
+
+def seed_index(data: Path, seed: Path) -> bool:
+    """Start the new data directory `data` with the index published in the data directory
+    `seed`, without its configuration or run state. The first run in `data` then copies the
+    vectors of every chunk whose text it finds again instead of embedding it: set-up made
+    cheaper, nothing measured. False, copying nothing, when `seed` holds no readable index."""
+    try:
+        if load_current(DataDir(seed)) is None:
+            return False
+    except IndexFormatError:
+        return False
+    shutil.copytree(seed, data, ignore=_NOT_INDEX)
+    return True
+
+
+def keep_seed(data: Path, seed: Path) -> None:
+    """Keep the index published in `data` as the next run's `seed` (see seed_index)."""
+    fresh = seed.with_name(f".{seed.name}.tmp")
+    shutil.rmtree(fresh, ignore_errors=True)
+    shutil.copytree(data, fresh, ignore=_NOT_INDEX)
+    shutil.rmtree(seed, ignore_errors=True)
+    fresh.rename(seed)
 
 
 def fresh_bare(corpus: str, at: str, where: Path) -> Path:

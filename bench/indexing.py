@@ -38,6 +38,12 @@ SMALL_PUSH_FILES = 5
 OVERHEAD_TARGET = 1.15
 
 
+def corpus_index(corpus: str) -> Path:
+    """The data directory bench_corpus leaves in the bench cache (the corpus at its head, where
+    the replay ends), beside the bare repository it indexes."""
+    return CACHE / "index" / corpus / "data"
+
+
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -170,12 +176,13 @@ def replay_figures(corpus: str, records: list[dict]) -> list[Figure]:
 def bench_corpus(corpus: str, pushes: int, share: float = 1.0, full: bool = True) -> list[Figure]:
     """A full index of `corpus` where its replay starts (measured when `full`), then a
     replay of its last `pushes` commits. Writes bench/results/index-<corpus>.json and keeps
-    the index in the bench cache (data/<corpus>) for the serving benchmarks."""
+    the index in the bench cache (`corpus_index`): PowerShell's is served by serve-powershell,
+    apm's seeds watch's."""
     commits = first_parent_commits(corpus)
     start, replayed = commits[-pushes - 1], commits[-pushes:]
     figures: list[Figure] = []
     details: dict = {}
-    work = CACHE / "index" / corpus
+    work = corpus_index(corpus).parent
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     if full:

@@ -4,11 +4,13 @@ exact search, BM25 alone, cold start to first answer, and queries during version
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import statistics
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -23,6 +25,7 @@ from docdex.server.snapshot import Snapshot
 from docdex.serverproc import ServeProcess
 
 from .common import CACHE, SHARED, Figure, git, median, percentile, say, source_repo, write_results
+from .indexing import corpus_index
 
 QUERIES = SHARED / "eval" / "apm.queries.jsonl"
 LATENCY_QUERIES = 150
@@ -66,13 +69,18 @@ async def _mcp_latencies(url: str, queries: list[str]) -> list[float]:
     return out
 
 
-def mcp_latency(data: DataDir, reranker: str, queries: list[str], log: Path) -> dict:
+@contextlib.contextmanager
+def serving(data: DataDir, reranker: str, log: Path) -> Iterator[ServeProcess]:
+    """`docdex serve` with `reranker`, once it serves a version."""
     _set_reranker(data, reranker)
     with ServeProcess(data.root, log) as server:
         server.wait_serving()
-        times = asyncio.run(_mcp_latencies(server.mcp_url, queries))
-        rss = server.rss_mb()
-    return {"latencies": times, "rss_mb": rss}
+        yield server
+
+
+def mcp_latency(server: ServeProcess, queries: list[str]) -> dict:
+    times = asyncio.run(_mcp_latencies(server.mcp_url, queries))
+    return {"latencies": times, "rss_mb": server.rss_mb()}
 
 
 def _set_reranker(data: DataDir, reranker: str) -> None:
@@ -85,21 +93,23 @@ COLD_STARTS = 3
 FIRST_QUERY = {"query": "install the agent", "num_results": 3}
 
 
-def cold_starts(data: Path, log: Path, runs: int = COLD_STARTS) -> dict:
+def cold_starts(data: Path, log: Path, runs: int = COLD_STARTS, client_warm: bool = False) -> dict:
     """Seconds from `docdex serve`'s process start to its first answer over plain HTTP
     (/api/search) and over MCP (search_docs), `runs` times; medians and every run. The
-    client's one-off costs (imports, its first session) are paid before the first start."""
+    client's one-off costs (imports, its first session) are paid before the first measured
+    start: on a start left out, unless `client_warm` (this process had an MCP session)."""
     _import_client()
+    left_out = 0 if client_warm else 1
     http_s, mcp_s = [], []
-    for _ in range(runs + 1):  # the first start warms the client and is left out
+    for _ in range(left_out + runs):
         with ServeProcess(data, log) as server:
             http_s.append(_first_http_answer(server))
             server.call_tool("search_docs", FIRST_QUERY)
             mcp_s.append(time.monotonic() - server.started)
     return {
-        "http_s": median(http_s[1:]),
-        "mcp_s": median(mcp_s[1:]),
-        "runs": {"http_s": http_s, "mcp_s": mcp_s},
+        "http_s": median(http_s[left_out:]),
+        "mcp_s": median(mcp_s[left_out:]),
+        "runs": {"http_s": http_s, "mcp_s": mcp_s, "left_out": left_out},
     }
 
 
@@ -151,17 +161,16 @@ def hnsw_against_exact(data: DataDir, queries: list[str]) -> dict:
     }
 
 
-def swap_under_load(data: DataDir, log: Path) -> dict:
-    """A steady query load first alone, then while SWAP_VERSIONS versions are published."""
+def swap_under_load(data: DataDir, server: ServeProcess) -> dict:
+    """A steady query load on `server` first alone, then while SWAP_VERSIONS versions are
+    published."""
     work = CACHE / "apm-swap-work"
     bare = Path(load_config(data).sources[0].location)
     if not work.exists():
         git("clone", "-q", str(bare), str(work))
     embedder = Embedder.load()
-    with ServeProcess(data.root, log) as server:
-        server.wait_serving()
-        steady = _load(server, lambda: time.sleep(8))
-        swapping = _load(server, lambda: _publish_versions(data, work, embedder))
+    steady = _load(server, lambda: time.sleep(8))
+    swapping = _load(server, lambda: _publish_versions(data, work, embedder))
     return {"steady": steady, "swapping": swapping}
 
 
@@ -204,14 +213,16 @@ def bench_queries() -> list[Figure]:
     logs = CACHE / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     say("[queries] MCP latency without rerank, then with ...")
-    plain = mcp_latency(data, "none", queries, logs / "serve-none.log")
-    reranked = mcp_latency(data, "default", queries, logs / "serve-default.log")
+    with serving(data, "none", logs / "serve-none.log") as server:
+        plain = mcp_latency(server, queries)
+    with serving(data, "default", logs / "serve-default.log") as server:
+        reranked = mcp_latency(server, queries)
+        say("[queries] swaps under load (the same server) ...")
+        swap = swap_under_load(data, server)
     say("[queries] cold starts ...")
-    cold = cold_starts(data.root, logs / "serve-cold.log")
+    cold = cold_starts(data.root, logs / "serve-cold.log", client_warm=True)
     say("[queries] HNSW against exact search, BM25 alone ...")
     ann = hnsw_against_exact(data, queries)
-    say("[queries] swaps under load ...")
-    swap = swap_under_load(data, logs / "serve-swap.log")
     figures = _figures(plain, reranked, cold, ann, swap)
     write_results(
         "queries",
@@ -275,7 +286,7 @@ def _cold_figures(name: str, cold: dict) -> list[Figure]:
 
 def bench_serving_powershell() -> list[Figure]:
     """Server RSS while serving PowerShell-Docs (the index `index-powershell` left)."""
-    data = CACHE / "index" / "powershell" / "data"
+    data = corpus_index("powershell")
     if not (data / "CURRENT").exists():
         raise SystemExit("run `just bench index-powershell` first: it builds the index served here")
     queries = sample_queries(50)
