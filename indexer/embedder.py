@@ -12,6 +12,8 @@ import hashlib
 import importlib.util
 import logging
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -149,47 +151,55 @@ def _load_tokenizer() -> Tokenizer:
 
 
 def _session(path: Path, sha256: str, threads: int) -> ort.InferenceSession:
-    """An inference session; the graph optimised once per machine is reused from a cache,
-    which cuts session start-up (most of a cold start) from about 0.6 s to 0.2 s here."""
-    cached = _cached_graph("minilm", sha256, _cpu_flags())
+    """A session over the package's graph (float32 once optimised)."""
+    return _cached_session(threads, _cached_graph("minilm", sha256, ""), lambda: str(path))
+
+
+def _int8_session(path: Path, sha256: str, threads: int) -> ort.InferenceSession | None:
+    """A session over the int8 query graph (indexer/int8graph.py); None when it cannot be
+    built or run here, and the caller uses the float32 graph."""
+    from .int8graph import REWRITE_VERSION, int8_query_graph
+
+    cached = _cached_graph("minilm-int8", sha256, f"rewrite {REWRITE_VERSION}")
+    if cached is not None and not cached.exists():
+        _build_in_child(path, cached)
+    try:
+        return _cached_session(threads, cached, lambda: int8_query_graph(path))
+    except Exception as exc:  # no onnx package, or an onnxruntime without 8-bit MatMulNBits
+        log.warning("int8 query graph unavailable, queries use the float32 graph: %s", exc)
+        return None
+
+
+def _build_in_child(path: Path, cached: Path) -> None:
+    """Build the int8 graph's cache file in a child process: reading and rewriting the model
+    with `onnx` takes about 100 MB that a server would otherwise keep for its lifetime (glibc
+    does not give it back). A child that fails leaves the cache missing; the caller then
+    tries in-process, and says why if that fails too."""
+    command = [sys.executable, "-m", "docdex.indexer.int8graph", str(path), str(cached)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    if done.returncode != 0:
+        log.debug("building the int8 graph in a child failed: %s", done.stderr.strip()[-500:])
+
+
+def _cached_session(
+    threads: int, cached: Path | None, graph: Callable[[], str | bytes]
+) -> ort.InferenceSession:
+    """A session over `graph` (a path or a serialized model), optimised once per machine:
+    the optimised graph is kept at `cached` and later sessions load it as it is, which cuts
+    session start-up (most of a cold start) from about 0.6 s to 0.2 s here."""
     if cached is not None and cached.exists():
         opts = _session_options(threads, ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
         try:
             return ort.InferenceSession(str(cached), opts, providers=["CPUExecutionProvider"])
-        except Exception:  # a damaged cache file: fall back to the package's model
+        except Exception:  # a damaged cache file: optimise the graph again
             cached.unlink(missing_ok=True)
     opts = _session_options(threads, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
     if cached is not None:
         tmp = cached.with_name(f".tmp-{os.getpid()}-{cached.name}")
         opts.optimized_model_filepath = str(tmp)
-    session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(graph(), opts, providers=["CPUExecutionProvider"])
     if cached is not None and tmp.exists():
         os.replace(tmp, cached)
-    return session
-
-
-def _int8_session(path: Path, sha256: str, threads: int) -> ort.InferenceSession | None:
-    """A session over the int8 query graph (indexer/int8graph.py), built once per machine
-    and cached; None when it cannot be built or run here (the caller uses float32)."""
-    from .int8graph import REWRITE_VERSION
-
-    cached = _cached_graph("minilm-int8", sha256, f"rewrite {REWRITE_VERSION}")
-    opts = _session_options(threads, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
-    if cached is not None and cached.exists():
-        try:
-            return ort.InferenceSession(str(cached), opts, providers=["CPUExecutionProvider"])
-        except Exception:  # damaged, or from another onnxruntime: build it again
-            cached.unlink(missing_ok=True)
-    try:
-        from .int8graph import int8_query_graph
-
-        graph = int8_query_graph(path)
-        session = ort.InferenceSession(graph, opts, providers=["CPUExecutionProvider"])
-    except Exception as exc:  # no onnx package, or an onnxruntime without 8-bit MatMulNBits
-        log.warning("int8 query graph unavailable, queries use the float32 graph: %s", exc)
-        return None
-    if cached is not None:
-        write_atomic(cached, graph)
     return session
 
 
@@ -209,12 +219,13 @@ def _session_options(threads: int, level: ort.GraphOptimizationLevel) -> ort.Ses
 
 
 def _cached_graph(kind: str, sha256: str, variant: str) -> Path | None:
-    """Where this machine's graph `kind` of the model lives (None: no usable cache).
+    """Where this machine's optimised graph `kind` of the model lives (None: no usable cache).
 
-    The key holds the model's hash, onnxruntime's version and `variant`: the CPU's feature
-    flags for a graph onnxruntime optimised (it may use instructions of the CPU it was made
-    on; the "hardware specific" note on saving), the rewrite's version for the int8 graph."""
-    key = hashlib.sha256(f"{sha256}|{ort.__version__}|{variant}".encode()).hexdigest()
+    The key holds the model's hash, onnxruntime's version, the CPU's feature flags (an
+    optimised graph may use instructions of the CPU it was made on: the "hardware specific"
+    note on saving) and `variant` (the int8 rewrite's version)."""
+    parts = f"{sha256}|{ort.__version__}|{_cpu_flags()}" + (f"|{variant}" if variant else "")
+    key = hashlib.sha256(parts.encode()).hexdigest()
     folder = _cache_folder("onnx")
     return folder / f"{kind}-{key[:24]}.onnx" if folder else None
 

@@ -13,7 +13,8 @@ of a server's memory. This rewrite keeps them int8 (adr/0009):
 Only the queries' side runs this graph: one short window per query, where it is as fast as
 the float32 graph and agrees with it at cosine 0.9997 on average (docs/retrieval.md has the
 evaluation). Passages are embedded by the float32 graph, which is faster for full batches.
-`onnx` is imported only here, once per machine: the result is cached (indexer/embedder.py).
+`onnx` is imported only here, once per machine, in a child process: the result is cached
+(indexer/embedder.py), and `python -m docdex.indexer.int8graph MODEL CACHE_FILE` writes it.
 """
 
 from __future__ import annotations
@@ -149,3 +150,18 @@ def _assembled(graph: _Graph) -> bytes:
     if not any(o.domain == "com.microsoft" for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     return model.SerializeToString()
+
+
+def _main(argv: list[str]) -> int:
+    """Write the optimised int8 graph of the model at argv[0] to the cache file argv[1]."""
+    from .embedder import _cached_session
+
+    model, cached = Path(argv[0]), Path(argv[1])
+    _cached_session(1, cached, lambda: int8_query_graph(model))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(_main(sys.argv[1:]))

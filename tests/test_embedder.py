@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
 import sys
 
 import msgspec
@@ -252,6 +254,18 @@ def test_the_query_graph_keeps_weights_int8_and_agrees_with_float32(emb, tmp_pat
         assert tokens.min() > 0.995
 
 
+def test_the_query_graph_is_built_in_a_child_so_onnx_stays_out_of_the_server(tmp_path):
+    script = (
+        "import sys; from docdex.indexer.embedder import Embedder; "
+        "e = Embedder.load(threads=1, for_queries=True); print(e.graph, 'onnx' in sys.modules)"
+    )
+    env = {**os.environ, "DOCDEX_CACHE": str(tmp_path)}
+    for _ in range(2):  # built by a child, then read from the cache
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True)
+        assert done.stdout.decode().split() == ["int8", "False"], done.stderr.decode()
+    assert len(list((tmp_path / "onnx").glob("minilm-int8-*.onnx"))) == 1
+
+
 def test_a_damaged_query_graph_is_rebuilt(emb, tmp_path, monkeypatch):
     monkeypatch.setenv("DOCDEX_CACHE", str(tmp_path))
     Embedder.load(threads=1, for_queries=True)
@@ -265,7 +279,11 @@ def test_a_damaged_query_graph_is_rebuilt(emb, tmp_path, monkeypatch):
 
 def test_without_the_query_graph_queries_fall_back_to_float32(emb, tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("DOCDEX_CACHE", str(tmp_path))
-    monkeypatch.setitem(sys.modules, "onnx", None)  # as if the onnx package were missing
+    shadow = tmp_path / "shadow" / "onnx"  # as if the onnx package were missing: for the child
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('no onnx here')\n")
+    monkeypatch.setenv("PYTHONPATH", str(shadow.parent))
+    monkeypatch.setitem(sys.modules, "onnx", None)  # and for this process
     fallback = Embedder.load(threads=1, for_queries=True)
     assert fallback.graph == "float32"
     assert "int8 query graph unavailable" in caplog.text
