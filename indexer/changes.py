@@ -173,8 +173,9 @@ def _links_at(
         return {path: entry.blob for path, entry in listed.items()}
     links = dict(old_links)
     for change in changes:
-        links.pop(change.old_path or change.path, None)
         links.pop(change.path, None)
+        if change.old_path:
+            links.pop(change.old_path, None)
         if change.kind != "delete" and change.blob and stat.S_ISLNK(change.mode or 0):
             links[change.path] = change.blob
     return dict(sorted(links.items()))
