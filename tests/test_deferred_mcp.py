@@ -88,3 +88,62 @@ def test_a_failed_build_answers_503_with_the_reason():
     assert status == 503
     assert "could not be built" in json.loads(body)["error"]
     assert "no module named 'mcp'" in json.loads(body)["error"]
+
+
+def counting_build(calls: list[str]):
+    """A build that records each time it runs."""
+    mcp = FakeMCP()
+
+    def build():
+        calls.append("built")
+        return mcp, answer_ok
+
+    return build
+
+
+def test_without_a_request_the_build_waits_out_its_grace():
+    calls: list[str] = []
+
+    async def scenario():
+        deferred = DeferredMCP(counting_build(calls), grace=0.3)
+        deferred.start()
+        await asyncio.sleep(0.1)
+        built_early = len(calls)
+        for _ in range(200):  # the grace, then the build in its thread
+            if calls:
+                break
+            await asyncio.sleep(0.02)
+        await deferred.stop()
+        return built_early
+
+    assert asyncio.run(scenario()) == 0  # /health and /api/search had the GIL to themselves
+    assert calls == ["built"]
+
+
+def test_an_mcp_request_ends_the_grace_at_once():
+    calls: list[str] = []
+
+    async def scenario():
+        deferred = DeferredMCP(counting_build(calls), grace=60)
+        deferred.start()
+        answer = await asyncio.wait_for(request(deferred), 10)
+        await deferred.stop()
+        return answer
+
+    assert asyncio.run(scenario()) == (200, b"ok")
+    assert calls == ["built"]
+
+
+def test_a_server_stopped_in_its_grace_builds_nothing():
+    calls: list[str] = []
+
+    async def scenario():
+        deferred = DeferredMCP(counting_build(calls), grace=60)
+        deferred.start()
+        await asyncio.sleep(0.05)
+        await asyncio.wait_for(deferred.stop(), 5)
+        return await request(deferred)
+
+    status, body = asyncio.run(scenario())
+    assert calls == []
+    assert (status, json.loads(body)["error"]) == (503, "the server is stopping")
