@@ -1,15 +1,20 @@
 """Compaction: keep the number of dense segments small without rewriting big ones.
 
-Two tiers. A segment written with at least `full_chunks` chunks (the `segment_chunks`
-setting: what a large run writes per segment) is full: it is rewritten only when more than
-MAX_DEAD_SHARE of its chunks are dead, to drop them. The other segments form the small tier,
-LSM-style: when there are more than `max_segments` of them, all but the largest are merged
-(all of them when the largest is MAX_DEAD_SHARE dead). Merging reuses stored vectors
+A segment written with at least `full_chunks` chunks (the `segment_chunks` setting: what a
+large run writes per segment) is full: it is rewritten only when more than MAX_DEAD_SHARE of
+its chunks are dead, to drop them. The other segments are size-tiered: a segment's tier is
+its live chunk count's order of magnitude in base TIER_FACTOR, and when one tier holds more
+than `max_segments` segments they are merged into one, which lands in a higher tier. A push
+therefore merges with other pushes of its size, not with everything pushed since the first
+run: each chunk is rewritten about once per tier, not once per merge (adr/0012). A small
+segment more than MAX_DEAD_SHARE dead is rewritten too. Merging reuses stored vectors
 (nothing is embedded again) and writes segments of at most `full_chunks` chunks, so neither
 a first run's bulk segments nor a compaction ever make one segment the size of the corpus.
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 import msgspec
 
@@ -20,24 +25,45 @@ from docdex.index_format.store import load_pages
 from .segments import Moves, merge_segments
 
 MAX_DEAD_SHARE = 0.3
+TIER_FACTOR = 4
 
 PagesBySource = dict[str, list[IndexedPage] | None]
 
 
 class CompactionPolicy(msgspec.Struct, frozen=True):
-    max_segments: int  # small-tier segments allowed before they are merged
+    max_segments: int  # segments allowed in one size tier before they are merged
     full_chunks: int  # a segment written with this many chunks or more is full
 
 
 def choose_victims(segments: list[SegmentRef], policy: CompactionPolicy) -> list[SegmentRef]:
-    """The segments to rewrite, in their order in the version."""
-    full = [s for s in segments if s.chunks >= policy.full_chunks]
-    small = [s for s in segments if s.chunks < policy.full_chunks]
-    chosen = {s.id for s in full if _mostly_dead(s)}
-    if len(small) > policy.max_segments:
-        largest = max(small, key=_live)
-        chosen.update(s.id for s in small if s is not largest or _mostly_dead(s))
+    """The segments to rewrite, in their order in the version. A merge whose result would
+    overflow the next tier takes that tier along (one rewrite, not one per run)."""
+    chosen = {s.id for s in segments if _mostly_dead(s)}
+    # each small segment, or the merge planned so far: (live chunks, segment ids)
+    tier_members = [(_live(s), [s.id]) for s in segments if s.chunks < policy.full_chunks]
+    while (tier := _overflowing(tier_members, policy.max_segments)) is not None:
+        merging = [m for m in tier_members if size_tier(m[0]) == tier]
+        tier_members = [m for m in tier_members if size_tier(m[0]) != tier]
+        live, ids = sum(m[0] for m in merging), [i for m in merging for i in m[1]]
+        chosen.update(ids)
+        if live < policy.full_chunks:
+            tier_members.append((live, ids))
     return [s for s in segments if s.id in chosen]
+
+
+def _overflowing(members: list[tuple[int, list[str]]], max_segments: int) -> int | None:
+    """The lowest tier holding more than `max_segments` members, if any."""
+    counts = Counter(size_tier(live) for live, _ in members)
+    return min((t for t, n in counts.items() if n > max_segments), default=None)
+
+
+def size_tier(live_chunks: int) -> int:
+    """0 for fewer than TIER_FACTOR live chunks, 1 below TIER_FACTOR², and so on."""
+    tier = 0
+    while live_chunks >= TIER_FACTOR:
+        live_chunks //= TIER_FACTOR
+        tier += 1
+    return tier
 
 
 def compact(
@@ -50,16 +76,23 @@ def compact(
     dim: int,
     threads: int,
 ) -> tuple[list[SegmentRef], PagesBySource, bool]:
+    """The segments after compaction, and the page lists with moved chunks repointed: a
+    source whose pages lost no chunk to a merge keeps its entry (None stays None)."""
     victims = choose_victims(segments, policy)
     if not victims:
         return segments, pages_by_source, False
-    merged, moves = merge_segments(data, version, victims, dim, threads, policy.full_chunks)
+    merged, moves, moved_pages = merge_segments(
+        data, version, victims, dim, threads, policy.full_chunks
+    )
     victim_ids = {v.id for v in victims}
     remaining = [s for s in segments if s.id not in victim_ids] + merged
-    pages = {
-        source: _repoint(pages, moves, victim_ids)
-        for source, pages in _all_pages(data, pages_by_source, states).items()
-    }
+    pages = dict(pages_by_source)
+    moved_sources = {doc_id.split(":", 1)[0] for doc_id in moved_pages}
+    for source in moved_sources & pages.keys():
+        listed = pages[source]
+        if listed is None:  # untouched by this run, but its chunks moved
+            listed = load_pages(data, states[source].pages_file, StoredPage)
+        pages[source] = _repoint(listed, moves, victim_ids, moved_pages)
     return remaining, pages, True
 
 
@@ -71,19 +104,15 @@ def _mostly_dead(segment: SegmentRef) -> bool:
     return len(segment.tombstones) > MAX_DEAD_SHARE * segment.chunks
 
 
-def _all_pages(data: DataDir, pages_by_source: PagesBySource, states) -> PagesBySource:
-    """Page lists of every source: compaction moves chunks that untouched sources name."""
-    return {
-        source: load_pages(data, states[source].pages_file, StoredPage) if pages is None else pages
-        for source, pages in pages_by_source.items()
-    }
-
-
-def _repoint(pages: list[IndexedPage], moves: Moves, victim_ids: set[str]) -> list[IndexedPage]:
+def _repoint(
+    pages: list[IndexedPage], moves: Moves, victim_ids: set[str], moved_pages: set[str]
+) -> list[IndexedPage]:
+    """`pages` with the refs of `moved_pages` pointing where their chunks went; the others
+    are kept as they are, their refs not even decoded."""
     out = []
     for page in pages:
-        refs = page.refs()
-        if any(ref.segment in victim_ids for ref in refs):
+        if page.doc_id in moved_pages:
+            refs = page.refs()
             moved = [moves[(r.segment, r.index)] if r.segment in victim_ids else r for r in refs]
             page = with_refs(page, moved)
         out.append(page)

@@ -96,13 +96,14 @@ def merge_segments(
     dim: int,
     threads: int,
     max_chunks: int,
-) -> tuple[list[SegmentRef], Moves]:
+) -> tuple[list[SegmentRef], Moves, set[str]]:
     """New segments of at most `max_chunks` chunks each from the live chunks of `olds`,
     reusing their vectors (no embedding), and their token vectors when every one of them has
     some. The old segments are read one at a time, so memory follows `max_chunks`, not the
     size of what is merged.
 
-    Returns the new segments and where each live chunk went."""
+    Returns the new segments, where each live chunk went, and the doc ids of the pages those
+    chunks belong to (the only pages whose refs change)."""
     with_tokens = all(load_token_vectors(data.segment(o.id), o.chunks) is not None for o in olds)
     buffer = _MergeBuffer(dim)
     written: list[SegmentRef] = []
@@ -122,7 +123,7 @@ def merge_segments(
             if len(buffer.chunks) >= max_chunks:
                 flush()
     flush()
-    return written, moves
+    return written, moves, buffer.doc_ids
 
 
 class _MergeBuffer:
@@ -130,6 +131,7 @@ class _MergeBuffer:
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
+        self.doc_ids: set[str] = set()  # of every chunk added, across flushes
         self.clear()
 
     def clear(self) -> None:
@@ -141,6 +143,7 @@ class _MergeBuffer:
 
     def add(self, segment: Segment, index: int, tokens: TokenArrays | None) -> None:
         chunk = segment.chunks[index]
+        self.doc_ids.add(chunk.doc_id)
         self.chunks.append(relocate(chunk, self.rows))
         self.blocks.append(segment.chunk_vectors(index))
         self.origins.append((segment.id, index))

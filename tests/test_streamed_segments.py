@@ -3,10 +3,12 @@ real git repositories, the real model, a tiny bound so a small repository makes 
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 import pytest
-from test_pipeline import assert_consistent, live_state, make_config, run
+from test_pipeline import assert_consistent, assert_tiers_within, live_state, make_config, run
 
+from docdex.config import SourceConfig
 from docdex.index_format.layout import DataDir
 from docdex.index_format.model import SegmentRef
 from docdex.index_format.store import (
@@ -16,7 +18,7 @@ from docdex.index_format.store import (
     load_pages,
     load_segment,
 )
-from docdex.indexer.compaction import CompactionPolicy, choose_victims
+from docdex.indexer.compaction import CompactionPolicy, choose_victims, size_tier
 from docdex.server.search import search
 from docdex.server.snapshot import Snapshot
 
@@ -179,7 +181,7 @@ def test_compaction_merges_small_segments_and_leaves_full_ones(tmp_path, ws, emb
         compacted += report.compacted
         segments = load_current(data).segments
         assert full <= {s.id for s in segments}  # bulk segments are never merged for count
-        assert len([s for s in segments if s.chunks < BOUND]) <= 2
+        assert_tiers_within(data, 2, BOUND)
         assert report.sources[0].chunks_embedded == 1
     assert compacted >= 1
     assert_consistent(data, ws)
@@ -198,18 +200,56 @@ def test_compaction_merges_small_segments_and_leaves_full_ones(tmp_path, ws, emb
     assert_refs_point_home(data)
 
 
-def test_compaction_policy_tiers():
-    def seg(name: str, chunks: int, dead: int = 0) -> SegmentRef:
-        return SegmentRef(name, chunks, windows=chunks, bytes=0, tombstones=[*range(dead)])
+def seg(name: str, chunks: int, dead: int = 0) -> SegmentRef:
+    return SegmentRef(name, chunks, windows=chunks, bytes=0, tombstones=[*range(dead)])
 
+
+def test_size_tiers_are_orders_of_magnitude_of_live_chunks():
+    assert [size_tier(n) for n in (0, 1, 3, 4, 15, 16, 63, 64, 8191)] == [0, 0, 0, 1, 1, 2, 2, 3, 6]
+
+
+def test_compaction_merges_a_size_tier_that_overflows_and_leaves_full_segments():
     policy = CompactionPolicy(max_segments=2, full_chunks=100)
     bulk = [seg(f"bulk{i}", 100) for i in range(6)]
     assert choose_victims([*bulk, seg("rest", 40)], policy) == []
-    small = [seg("a", 50), seg("b", 3), seg("c", 2)]
-    assert [s.id for s in choose_victims(bulk + small, policy)] == ["b", "c"]
-    dead = seg("dead", 120, dead=40)
-    assert [s.id for s in choose_victims([*bulk, dead], policy)] == ["dead"]
-    assert choose_victims([seg("sparse", 120, dead=30), *small[:2]], policy) == []
+    # three pushes of 1-3 chunks overflow tier 0; the 50-chunk segment (tier 2) stays
+    pushes = [seg("a", 50), seg("b", 3), seg("c", 2), seg("d", 1)]
+    assert [s.id for s in choose_victims(bulk + pushes, policy)] == ["b", "c", "d"]
+    # two per tier is within the limit, however many tiers there are
+    spread = [seg("t0", 2), seg("t0'", 3), seg("t1", 5), seg("t1'", 9), seg("t2", 20)]
+    assert choose_victims(bulk + spread, policy) == []
+    # a tier is counted by live chunks: 20 chunks with 17 dead are tier 0, and mostly dead
+    shrunk = [seg("b", 3), seg("c", 2), seg("was-t2", 20, dead=17)]
+    assert [s.id for s in choose_victims(shrunk, policy)] == ["b", "c", "was-t2"]
+
+
+def test_compaction_rewrites_mostly_dead_segments_of_any_size():
+    policy = CompactionPolicy(max_segments=2, full_chunks=100)
+    bulk = [seg(f"bulk{i}", 100) for i in range(6)]
+    assert [s.id for s in choose_victims([*bulk, seg("dead", 120, dead=40)], policy)] == ["dead"]
+    assert [s.id for s in choose_victims([seg("small", 40, dead=13)], policy)] == ["small"]
+    assert choose_victims([seg("sparse", 120, dead=30), seg("small", 40, dead=12)], policy) == []
+
+
+def test_pushes_of_one_size_are_rewritten_once_per_tier_not_once_per_push():
+    """200 pushes of 1-30 chunks beside a 2,968-chunk remainder of the first run (the shape
+    of PowerShell-Docs' bench): size tiers rewrite each chunk a few times; merging all but
+    the largest small segment (the policy before adr/0012) rewrote it 33 times."""
+    policy = CompactionPolicy(max_segments=4, full_chunks=8192)
+    sizes = [(7 * n) % 30 + 1 for n in range(200)]
+    segments, rewritten = [seg("rest", 2968)], 0
+    for n, size in enumerate(sizes):
+        segments.append(seg(f"push{n}", size))
+        victims = choose_victims(segments, policy)
+        if victims:
+            rewritten += sum(v.chunks for v in victims)
+            ids = {v.id for v in victims}
+            segments = [s for s in segments if s.id not in ids]
+            segments.append(seg(f"merged{n}", sum(v.chunks for v in victims)))
+        tiers = [size_tier(s.chunks) for s in segments]
+        assert max(tiers.count(t) for t in tiers) <= policy.max_segments
+    assert rewritten <= 4 * sum(sizes)
+    assert "rest" in {s.id for s in segments}  # never merged with the pushes
 
 
 def test_a_crash_between_segments_keeps_the_last_good_version(tmp_path, ws, embedder, monkeypatch):
@@ -291,3 +331,25 @@ def test_token_vectors_follow_chunks_into_every_streamed_segment(tmp_path, ws, e
     assert report.sources[0].chunks_reused == 1  # the copy, tokens carried from its twin
     assert load_current(data).format_minor == 1
     assert_consistent(data, ws)
+
+
+def test_a_merge_rewrites_only_the_page_tables_whose_chunks_moved(tmp_path, ws, embedder):
+    """Two sources; pushes to one of them merge its push segments. The other source's page
+    table is left as it was (same file), and every ref still points home."""
+    other = pushed_workspace(tmp_path / "other", {"manual.md": "# Manual\n\nThe other docs.\n"})
+    data = DataDir(tmp_path / "data")
+    config = make_config(ws, max_segments=2)
+    config = msgspec.structs.replace(
+        config, sources=[*config.sources, SourceConfig(name="other", location=str(other.bare))]
+    )
+    run(data, config, embedder)
+    before = load_current(data).sources["other"].pages_file
+    compacted = 0
+    for i in range(4):
+        ws.write(f"notes/{i}.md", f"# Note {i}\n\nA short note (marker-note-{i}).\n")
+        ws.commit_and_push()
+        compacted += run(data, config, embedder).compacted
+    assert compacted >= 1
+    assert load_current(data).sources["other"].pages_file == before
+    assert_tiers_within(data, 2)
+    assert_refs_point_home(data)  # both sources' pages
