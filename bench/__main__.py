@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
     if {"index-rustc", "index-powershell"} <= set(names):
         from .indexing import cost_follows_change
 
-        figures.append(cost_follows_change(figures, "rustc", "powershell"))
+        figures += cost_follows_change(figures, "rustc", "powershell")
     print_table(figures)
     return 0
 

@@ -41,9 +41,9 @@ class Figure(msgspec.Struct):
     met: bool | None = None
 
 
-def git(*args: str, cwd: Path | None = None) -> str:
+def git(*args: str, cwd: Path | None = None, input: str | None = None) -> str:
     return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True, input=input
     ).stdout.strip()
 
 
@@ -106,18 +106,36 @@ def first_parent_commits(corpus: str) -> list[str]:
     return git("rev-list", "--first-parent", "--reverse", branch, cwd=source_repo(corpus)).split()
 
 
-def changed_files(corpus: str, commit: str) -> int:
-    out = git(
-        "diff-tree",
-        "--no-commit-id",
-        "-r",
-        "--name-only",
-        "-M",
-        f"{commit}^",
-        commit,
-        cwd=source_repo(corpus),
-    )
-    return len([line for line in out.splitlines() if line.endswith((".md", ".markdown"))])
+def changed_markdown(corpus: str, commit: str) -> tuple[int, int]:
+    """Markdown files `commit` changes (renames detected) and the bytes of their new
+    versions: the size of the change a push hands the indexer."""
+    repo = source_repo(corpus)
+    out = git("diff-tree", "--no-commit-id", "-r", "-M", f"{commit}^", commit, cwd=repo)
+    blobs = []
+    files = 0
+    for line in out.splitlines():
+        meta, _, paths = line.partition("\t")
+        if not paths.split("\t")[-1].endswith((".md", ".markdown")):
+            continue
+        files += 1
+        new_blob = meta.split()[3]
+        if new_blob.strip("0"):  # all zeros: deleted
+            blobs.append(new_blob)
+    sizes = git("cat-file", "--batch-check=%(objectsize)", cwd=repo, input="\n".join(blobs))
+    return files, sum(int(size) for size in sizes.split())
+
+
+def theil_sen(x: list[float], y: list[float]) -> tuple[float, float]:
+    """(intercept, slope) of a line through (x, y) that outliers barely move: the median of
+    the slopes between pairs of points, then the median intercept under that slope."""
+    slopes = [
+        (y[j] - y[i]) / (x[j] - x[i])
+        for i in range(len(x))
+        for j in range(i + 1, len(x))
+        if abs(x[j] - x[i]) > 1e-9
+    ]
+    slope = median(slopes) if slopes else 0.0
+    return median([b - slope * a for a, b in zip(x, y, strict=True)]), slope
 
 
 def percentile(values: list[float], share: float) -> float:

@@ -30,7 +30,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     window_tokens: int = 250
     window_overlap: int = 40
     max_file_bytes: int = 2_000_000
-    max_segments: int = 4  # more small segments than this triggers a compaction
+    max_segments: int = 4  # more small segments than this in one size tier are merged
     # a run writes its new chunks as a segment whenever this many are pending (bounds its
     # memory); a segment of this many chunks or more is full and never merged for its count
     segment_chunks: Annotated[int, msgspec.Meta(ge=1)] = 8192
