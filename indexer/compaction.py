@@ -36,24 +36,27 @@ class CompactionPolicy(msgspec.Struct, frozen=True):
 
 
 def choose_victims(segments: list[SegmentRef], policy: CompactionPolicy) -> list[SegmentRef]:
-    """The segments to rewrite, in their order in the version. A merge whose result would
-    overflow the next tier takes that tier along (one rewrite, not one per run)."""
-    chosen = {s.id for s in segments if _mostly_dead(s)}
-    # each small segment, or the merge planned so far: (live chunks, segment ids)
-    tier_members = [(_live(s), [s.id]) for s in segments if s.chunks < policy.full_chunks]
-    while (tier := _overflowing(tier_members, policy.max_segments)) is not None:
-        merging = [m for m in tier_members if size_tier(m[0]) == tier]
-        tier_members = [m for m in tier_members if size_tier(m[0]) != tier]
-        live, ids = sum(m[0] for m in merging), [i for m in merging for i in m[1]]
-        chosen.update(ids)
-        if live < policy.full_chunks:
-            tier_members.append((live, ids))
+    """The segments to rewrite, in their order in the version. All of them merge into one
+    run of output segments, so the plan follows that output: a tier it would overflow joins
+    the same merge (one rewrite, not one per run)."""
+    victims = [s for s in segments if _mostly_dead(s)]
+    others = [s for s in segments if s.chunks < policy.full_chunks and not _mostly_dead(s)]
+    while True:
+        output = sum(_live(v) for v in victims) % policy.full_chunks  # its partial segment
+        sizes = [_live(s) for s in others] + ([output] if output else [])
+        tier = _overflowing(sizes, policy.max_segments)
+        joining = [s for s in others if size_tier(_live(s)) == tier]
+        if tier is None or not joining:
+            break
+        victims += joining
+        others = [s for s in others if s not in joining]
+    chosen = {v.id for v in victims}
     return [s for s in segments if s.id in chosen]
 
 
-def _overflowing(members: list[tuple[int, list[str]]], max_segments: int) -> int | None:
-    """The lowest tier holding more than `max_segments` members, if any."""
-    counts = Counter(size_tier(live) for live, _ in members)
+def _overflowing(sizes: list[int], max_segments: int) -> int | None:
+    """The lowest tier holding more than `max_segments` of these live chunk counts."""
+    counts = Counter(size_tier(live) for live in sizes)
     return min((t for t, n in counts.items() if n > max_segments), default=None)
 
 

@@ -231,6 +231,19 @@ def test_compaction_rewrites_mostly_dead_segments_of_any_size():
     assert choose_victims([seg("sparse", 120, dead=30), seg("small", 40, dead=12)], policy) == []
 
 
+def test_a_merge_whose_output_would_overflow_a_tier_takes_that_tier_along():
+    policy = CompactionPolicy(max_segments=2, full_chunks=100)
+    # tier 0 overflows; the mostly dead segment (62 live, 28 dead) joins the same merge;
+    # their output (65 live) would make a third segment in tier 3 (64-255 live), so it joins
+    segments = [seg("a", 1), seg("b", 1), seg("c", 1), seg("dead", 90, dead=28)]
+    segments += [seg("g", 70), seg("h", 80)]
+    assert [s.id for s in choose_victims(segments, policy)] == ["a", "b", "c", "dead", "g", "h"]
+    # a merge of more than full_chunks is tiered by its last, partial output segment
+    # (120 live: one full segment and 20 in tier 2, not 120 in tier 3 beside x and y)
+    big = [seg(f"t2-{i}", 40) for i in range(3)] + [seg("x", 70), seg("y", 80)]
+    assert [s.id for s in choose_victims(big, policy)] == ["t2-0", "t2-1", "t2-2"]
+
+
 def test_pushes_of_one_size_are_rewritten_once_per_tier_not_once_per_push():
     """200 pushes of 1-30 chunks beside a 2,968-chunk remainder of the first run (the shape
     of PowerShell-Docs' bench): size tiers rewrite each chunk a few times; merging all but
