@@ -20,7 +20,7 @@ from docdex.logs import configure_logging, is_configured
 
 from .documents import Docs
 from .model import load_embedder
-from .search import search
+from .search import search, searched_exactly
 from .snapshot import Snapshot
 from .versions import VersionHolder
 
@@ -94,9 +94,10 @@ def load_snapshot(
 
 
 def _warm(snapshot: Snapshot, embedder: Embedder, reranker: str) -> None:
-    """Open every lazily mapped file now (a later GC may delete them; open maps survive) and
-    run one search, so the first real query pays no one-off costs."""
+    """Read or open now every segment file a search uses (a later GC may delete them; what
+    is read or open survives) and run one search, so the first real query pays no one-off
+    costs."""
     for seg in snapshot.segments:
-        _ = seg.segment.vectors
+        _ = seg.vectors32 if searched_exactly(seg) else (seg.hnsw, seg.segment.vector_rows)
     if snapshot.manifest.chunks:
         search(snapshot, embedder, WARMUP_QUERY, 1, reranker=reranker)

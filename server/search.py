@@ -347,7 +347,7 @@ def _segment_knn(
 
 def searched_exactly(seg: LoadedSegment) -> bool:
     """Small segments are searched with exact products over their float32 copy."""
-    return len(seg.live_rows) <= EXACT_DENSE_MAX_ROWS or seg.hnsw is None
+    return len(seg.live_rows) <= EXACT_DENSE_MAX_ROWS
 
 
 def chunk_cosine(seg: LoadedSegment, index: int, qvec: np.ndarray) -> float:

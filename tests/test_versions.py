@@ -18,6 +18,7 @@ from docdex.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_manifest, point_current, write_manifest
 from docdex.indexer.pipeline import index_sources
+from docdex.server import search as search_mod
 from docdex.server.boot import load_snapshot
 from docdex.server.search import search
 from docdex.server.versions import NoVersion, VersionHolder
@@ -109,6 +110,24 @@ def test_a_lease_keeps_its_version_until_released(data_copy, embedder):
     assert holder.stats().closed == 2
     with pytest.raises(NoVersion, match="stopped"), holder.acquire():
         pass
+
+
+@pytest.mark.parametrize("exact_rows", [search_mod.EXACT_DENSE_MAX_ROWS, 0])
+def test_a_warmed_version_answers_after_gc_deletes_its_segment_files(
+    data_copy, embedder, monkeypatch, exact_rows
+):
+    """Warm-up reads or opens what searches use: small segments their float32 copy only (the
+    HNSW graph is never loaded for them); with exact search off, the graph and the vectors."""
+    monkeypatch.setattr(search_mod, "EXACT_DENSE_MAX_ROWS", exact_rows)  # 0: HNSW everywhere
+    data, _first, second = data_copy
+    snapshot = load_snapshot(data, embedder)(second)
+    loaded = ["hnsw" in seg.__dict__ for seg in snapshot.segments]
+    assert loaded == [exact_rows == 0] * len(snapshot.segments)
+    shutil.rmtree(data.segments)
+    result = search(snapshot, embedder, QUERY, 5)
+    assert result.results and all("gen2" in hit.text for hit in result.results)
+    assert ["hnsw" in seg.__dict__ for seg in snapshot.segments] == loaded
+    snapshot.close()
 
 
 def test_an_unservable_version_is_refused_and_the_old_one_keeps_serving(data_copy, embedder):
