@@ -12,7 +12,7 @@ dates its page gets.
 from __future__ import annotations
 
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,13 +71,24 @@ def full_changes(files: dict[str, FileEntry], old_pages: dict[str, PageInfo]) ->
     return changes
 
 
-def _known_dates(old_pages: dict[str, PageInfo]) -> dict[str, PageDates]:
-    """Dates of pages dated from git history (a working-tree edit has no commit)."""
-    return {
-        p.path: PageDates(created=p.created, modified=p.modified, commit=p.commit)
-        for p in old_pages.values()
-        if p.commit
-    }
+class KnownDates(Mapping[str, PageDates]):
+    """Dates of pages dated from git history (a working-tree edit has no commit), made at
+    lookup: a push looks up a few pages of a source that may have thousands."""
+
+    def __init__(self, old_pages: dict[str, PageInfo]) -> None:
+        self._pages = old_pages
+
+    def __getitem__(self, path: str) -> PageDates:
+        page = self._pages[path]
+        if not page.commit:
+            raise KeyError(path)
+        return PageDates(created=page.created, modified=page.modified, commit=page.commit)
+
+    def __iter__(self) -> Iterator[str]:
+        return (path for path, page in self._pages.items() if page.commit)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def _renames(changes: list[Change]) -> dict[str, str]:
@@ -124,7 +135,7 @@ def commit_changes(
     redate = {p.path for p in old_pages.values() if not p.commit and p.path not in touched}
     wanted = {c.path for c in changes if c.kind != "delete"} | redate
     dates = gitsource.page_dates(
-        repo, head, base_commit(base), wanted, _known_dates(old_pages), _renames(changes)
+        repo, head, base_commit(base), wanted, KnownDates(old_pages), _renames(changes)
     )
     return Found(
         branch=branch,
@@ -403,7 +414,7 @@ def _worktree_dates(
     git: dict[str, PageDates] = {}
     if head and wanted:
         git = gitsource.page_dates(
-            repo, head, base_commit(base), wanted, _known_dates(old_pages), _renames(changes)
+            repo, head, base_commit(base), wanted, KnownDates(old_pages), _renames(changes)
         )
     dates = {path: git[path] for path in committed if path in git}
     for change in edited:

@@ -12,7 +12,7 @@ import functools
 import re
 import stat
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -635,7 +635,7 @@ def page_dates(
     new_commit: str,
     old_commit: str | None,
     paths: set[str],
-    known: dict[str, PageDates],
+    known: Mapping[str, PageDates],
     renames: dict[str, str],
 ) -> dict[str, PageDates]:
     """Created/modified dates at new_commit for each of `paths` that exists there.
@@ -701,7 +701,7 @@ def _dates_of(trace: _Trace) -> PageDates:
 
 
 def _dates_with_known(
-    trace: _Trace, known: dict[str, PageDates], renames: dict[str, str]
+    trace: _Trace, known: Mapping[str, PageDates], renames: dict[str, str]
 ) -> PageDates | None:
     """Dates from an incremental walk plus what was known before it; None if not enough."""
     if trace.newest is None:
