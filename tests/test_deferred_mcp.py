@@ -90,60 +90,57 @@ def test_a_failed_build_answers_503_with_the_reason():
     assert "no module named 'mcp'" in json.loads(body)["error"]
 
 
-def counting_build(calls: list[str]):
-    """A build that records each time it runs."""
+def with_deferred(grace: float, scenario) -> tuple[object, list[str]]:
+    """Run `scenario(deferred, calls)` on a started DeferredMCP whose build appends to
+    `calls` each time it runs, then stop it; the scenario's result and the calls."""
+    calls: list[str] = []
     mcp = FakeMCP()
 
     def build():
         calls.append("built")
         return mcp, answer_ok
 
-    return build
+    async def main():
+        deferred = DeferredMCP(build, grace=grace)
+        deferred.start()
+        try:
+            return await scenario(deferred, calls)
+        finally:
+            await deferred.stop()
+
+    return asyncio.run(main()), calls
 
 
 def test_without_a_request_the_build_waits_out_its_grace():
-    calls: list[str] = []
-
-    async def scenario():
-        deferred = DeferredMCP(counting_build(calls), grace=0.3)
-        deferred.start()
+    async def scenario(deferred, calls):
         await asyncio.sleep(0.1)
         built_early = len(calls)
         for _ in range(200):  # the grace, then the build in its thread
             if calls:
                 break
             await asyncio.sleep(0.02)
-        await deferred.stop()
         return built_early
 
-    assert asyncio.run(scenario()) == 0  # /health and /api/search had the GIL to themselves
+    built_early, calls = with_deferred(0.3, scenario)
+    assert built_early == 0  # /health and /api/search had the GIL to themselves
     assert calls == ["built"]
 
 
 def test_an_mcp_request_ends_the_grace_at_once():
-    calls: list[str] = []
+    async def scenario(deferred, _calls):
+        return await asyncio.wait_for(request(deferred), 10)
 
-    async def scenario():
-        deferred = DeferredMCP(counting_build(calls), grace=60)
-        deferred.start()
-        answer = await asyncio.wait_for(request(deferred), 10)
-        await deferred.stop()
-        return answer
-
-    assert asyncio.run(scenario()) == (200, b"ok")
+    answer, calls = with_deferred(60, scenario)
+    assert answer == (200, b"ok")
     assert calls == ["built"]
 
 
 def test_a_server_stopped_in_its_grace_builds_nothing():
-    calls: list[str] = []
-
-    async def scenario():
-        deferred = DeferredMCP(counting_build(calls), grace=60)
-        deferred.start()
+    async def scenario(deferred, _calls):
         await asyncio.sleep(0.05)
         await asyncio.wait_for(deferred.stop(), 5)
         return await request(deferred)
 
-    status, body = asyncio.run(scenario())
+    (status, body), calls = with_deferred(60, scenario)
     assert calls == []
     assert (status, json.loads(body)["error"]) == (503, "the server is stopping")
