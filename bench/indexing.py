@@ -152,6 +152,9 @@ def replay(corpus: str, bare: Path, data: Path, commits: list[str]) -> list[dict
     return records
 
 
+FIXED_PART = "push time at 0 KB changed (Theil-Sen intercept)"
+
+
 def replay_figures(corpus: str, records: list[dict]) -> list[Figure]:
     small = [r for r in records if r["files"] <= SMALL_PUSH_FILES]
     seconds = [r["seconds"] for r in small]
@@ -192,9 +195,6 @@ def replay_figures(corpus: str, records: list[dict]) -> list[Figure]:
             "s",
         ),
     ]
-
-
-FIXED_PART = "push time at 0 KB changed (Theil-Sen intercept)"
 
 
 def bench_corpus(corpus: str, pushes: int, share: float = 1.0, full: bool = True) -> list[Figure]:

@@ -49,7 +49,7 @@ def choose_victims(segments: list[SegmentRef], policy: CompactionPolicy) -> list
         if tier is None or not joining:
             break
         victims += joining
-        others = [s for s in others if s not in joining]
+        others = [s for s in others if size_tier(_live(s)) != tier]
     chosen = {v.id for v in victims}
     return [s for s in segments if s.id in chosen]
 
@@ -90,12 +90,11 @@ def compact(
     victim_ids = {v.id for v in victims}
     remaining = [s for s in segments if s.id not in victim_ids] + merged
     pages = dict(pages_by_source)
-    moved_sources = {doc_id.split(":", 1)[0] for doc_id in moved_pages}
-    for source in moved_sources & pages.keys():
+    for source in moved_pages.keys() & pages.keys():
         listed = pages[source]
         if listed is None:  # untouched by this run, but its chunks moved
             listed = load_pages(data, states[source].pages_file, StoredPage)
-        pages[source] = _repoint(listed, moves, victim_ids, moved_pages)
+        pages[source] = _repoint(listed, moves, victim_ids, moved_pages[source])
     return remaining, pages, True
 
 

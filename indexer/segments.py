@@ -96,14 +96,14 @@ def merge_segments(
     dim: int,
     threads: int,
     max_chunks: int,
-) -> tuple[list[SegmentRef], Moves, set[str]]:
+) -> tuple[list[SegmentRef], Moves, dict[str, set[str]]]:
     """New segments of at most `max_chunks` chunks each from the live chunks of `olds`,
     reusing their vectors (no embedding), and their token vectors when every one of them has
     some. The old segments are read one at a time, so memory follows `max_chunks`, not the
     size of what is merged.
 
-    Returns the new segments, where each live chunk went, and the doc ids of the pages those
-    chunks belong to (the only pages whose refs change)."""
+    Returns the new segments, where each live chunk went, and per source the doc ids of the
+    pages those chunks belong to (the only pages whose refs change)."""
     with_tokens = all(load_token_vectors(data.segment(o.id), o.chunks) is not None for o in olds)
     buffer = _MergeBuffer(dim)
     written: list[SegmentRef] = []
@@ -123,7 +123,7 @@ def merge_segments(
             if len(buffer.chunks) >= max_chunks:
                 flush()
     flush()
-    return written, moves, buffer.doc_ids
+    return written, moves, buffer.moved_pages
 
 
 class _MergeBuffer:
@@ -131,7 +131,7 @@ class _MergeBuffer:
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
-        self.doc_ids: set[str] = set()  # of every chunk added, across flushes
+        self.moved_pages: dict[str, set[str]] = {}  # source -> doc ids, across flushes
         self.clear()
 
     def clear(self) -> None:
@@ -143,7 +143,7 @@ class _MergeBuffer:
 
     def add(self, segment: Segment, index: int, tokens: TokenArrays | None) -> None:
         chunk = segment.chunks[index]
-        self.doc_ids.add(chunk.doc_id)
+        self.moved_pages.setdefault(chunk.source, set()).add(chunk.doc_id)
         self.chunks.append(relocate(chunk, self.rows))
         self.blocks.append(segment.chunk_vectors(index))
         self.origins.append((segment.id, index))
