@@ -28,10 +28,14 @@ demo: setup
 bench *ARGS: setup
     {{bin}}/python -m bench {{ARGS}}
 
-# Lint and format check.
-lint: setup
+# Lint and format check, and the layer contracts.
+lint: setup layers
     {{bin}}/ruff check .
     {{bin}}/ruff format --check .
+
+# The import contracts between hooks, indexer, server, model and index-format (adr/0013).
+layers: setup
+    {{bin}}/python tests/lint_imports.py
 
 # Format the code.
 fmt: setup

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from docdex.indexer.embedder import Embedder
+from docdex.model.embedder import Embedder
 
 BUNDLE = Path(__file__).resolve().parents[2] / "shared/corpora/apm-docs.bundle"
 SETTINGS = [  # (token_budget, max_batch, max_padding); (1, 1, 0) runs one window at a time
@@ -36,9 +36,7 @@ def corpus_text(root: Path) -> list[str]:
 
 def fixed_windows(emb: Embedder, docs: list[str], size: int, n: int) -> list[list[int]]:
     """`n` windows of exactly `size` content tokens cut from the corpus."""
-    ids = [
-        t for enc in emb._tokenizer.encode_batch(docs, add_special_tokens=False) for t in enc.ids
-    ]
+    ids = [t for ids in emb.tokenize(docs) for t in ids]
     return [[101, *ids[i : i + size], 102] for i in range(0, size * n, size)]
 
 

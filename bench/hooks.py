@@ -19,10 +19,10 @@ from pathlib import Path
 
 from docdex.demo import shipped_docs
 from docdex.hooks.install import install_hook
+from docdex.index_format import metrics
 from docdex.index_format.layout import DataDir
-from docdex.indexer.queue import pending_requests
+from docdex.index_format.queue import pending_requests
 from docdex.indexer.worker import worker_pid
-from docdex.server import metrics
 from docdex.serverproc import ServeProcess
 
 from .common import (

@@ -14,10 +14,10 @@ import sys
 import time
 from pathlib import Path
 
-from docdex.config import Config, SourceConfig
+from docdex.index_format.config import Config, SourceConfig
 from docdex.index_format.layout import DataDir
-from docdex.indexer.embedder import Embedder
 from docdex.indexer.pipeline import index_sources
+from docdex.model.embedder import Embedder
 
 from .common import (
     CACHE,

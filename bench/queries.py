@@ -16,10 +16,10 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from docdex.config import Config, Settings, SourceConfig, load_config, save_config
+from docdex.index_format.config import Config, Settings, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
-from docdex.indexer.embedder import Embedder
 from docdex.indexer.pipeline import index_sources
+from docdex.model.embedder import Embedder
 from docdex.server.search import bm25_top, profile_query
 from docdex.server.snapshot import Snapshot
 from docdex.serverproc import ServeProcess

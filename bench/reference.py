@@ -15,19 +15,21 @@ import random
 import sys
 import time
 
-from docdex.config import DEFAULT_INCLUDE, Settings
+from docdex.index_format.config import DEFAULT_INCLUDE, Settings
 from docdex.index_format.model import FileProblem
-from docdex.indexer import gitsource
-from docdex.indexer.embedder import Embedder, embed_input
+from docdex.indexer.git.blobs import read_markdown
+from docdex.indexer.git.diffs import list_files
+from docdex.indexer.git.repo import open_repo
 from docdex.indexer.markdown import parse_page
+from docdex.model.embedder import Embedder, embed_input
 
 
 def unique_embed_inputs(bare: str, commit: str, settings: Settings) -> list[str]:
     inputs: dict[str, None] = {}
-    with gitsource.open_repo(bare) as repo:
-        files = gitsource.list_files(repo, commit, list(DEFAULT_INCLUDE), [])
+    with open_repo(bare) as repo:
+        files = list_files(repo, commit, list(DEFAULT_INCLUDE), [])
         for entry in files.values():
-            text = gitsource.read_markdown(repo, commit, entry, settings.max_file_bytes)
+            text = read_markdown(repo, commit, entry, settings.max_file_bytes)
             if isinstance(text, FileProblem):
                 continue
             for chunk in parse_page(text, entry.path, settings.chunker()).chunks:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import msgspec
 
-from docdex.config import (
+from docdex.index_format.config import (
     DEFAULT_INCLUDE,
     ConfigError,
     SourceConfig,
@@ -20,7 +20,7 @@ from docdex.config import (
     validate_source_name,
 )
 from docdex.index_format.layout import DataDir, IndexFormatError
-from docdex.logs import FORMATS, LoggingError, configure_logging
+from docdex.runtime.logs import FORMATS, LoggingError, configure_logging
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -127,13 +127,13 @@ def _add_source_commands(commands) -> None:
 
 
 def cmd_source_add(data: DataDir, args) -> int:
-    from docdex.indexer.gitsource import GitSourceError, source_kind
+    from docdex.index_format.config import SourceError, source_kind
 
     name = validate_source_name(args.name)
     location = args.location
     try:
         kind = source_kind(location)
-    except GitSourceError as exc:
+    except SourceError as exc:
         raise CommandError(str(exc)) from None
     if kind != "remote":
         location = str(Path(location).expanduser().resolve())
@@ -402,6 +402,11 @@ def _add_query_commands(commands) -> None:
     evaluate.add_argument("-k", type=int, default=3)
     evaluate.add_argument("--dump", metavar="FILE", help="write each query's ranked hits")
     _reranker_flag(evaluate)
+    evaluate.add_argument(
+        "--fusion",
+        default="weighted",
+        help="score fusion: weighted (default) or rrf, the baseline (docs/retrieval.md)",
+    )
     _json_flag(evaluate)
     serve = _command(commands, "serve", cmd_serve, "run the MCP server")
     serve.add_argument("--host", default=os.environ.get("DOCDEX_HOST", "127.0.0.1"))
@@ -450,6 +455,7 @@ def cmd_eval(data: DataDir, args) -> int:
         args.json,
         args.dump,
         reranker=_reranker(data, args),
+        fusion=args.fusion,
     )
 
 

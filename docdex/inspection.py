@@ -1,4 +1,5 @@
-"""Read-only views of a data directory for `docdex inspect` (and the server's listings)."""
+"""Read-only views of a data directory for `docdex inspect`: the published versions, one
+source's state and pages, one document's chunks, each read from disk when asked for."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ class SourceInfo(msgspec.Struct):
 
 
 def versions(data: DataDir) -> list[VersionInfo]:
+    """Every published version (up to the one CURRENT names), oldest first."""
     data.check()
     current = current_version(data)
     out = []
@@ -83,6 +85,7 @@ def current_manifest(data: DataDir) -> Manifest:
 
 
 def source(data: DataDir, name: str) -> SourceInfo:
+    """A source's state, page paths and file problems in the current version."""
     manifest = current_manifest(data)
     state = manifest.sources.get(name)
     if state is None:
@@ -93,6 +96,7 @@ def source(data: DataDir, name: str) -> SourceInfo:
 
 
 def document(data: DataDir, doc_id: str) -> DocInfo:
+    """A page (`SOURCE:PATH`) of the current version and a summary of each of its chunks."""
     manifest = current_manifest(data)
     name, _, path = doc_id.partition(":")
     state = manifest.sources.get(name)

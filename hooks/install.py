@@ -18,7 +18,13 @@ from pathlib import Path
 
 import msgspec
 
-from docdex.config import Config, SourceConfig, load_config, save_config, validate_source_name
+from docdex.index_format.config import (
+    Config,
+    SourceConfig,
+    load_config,
+    save_config,
+    validate_source_name,
+)
 from docdex.index_format.layout import DataDir
 
 HOOK = "post-receive"
@@ -116,12 +122,12 @@ def render_hook(
 
 
 def _bare_repository(repo: str | os.PathLike[str]) -> Path:
-    from docdex.indexer.gitsource import GitSourceError, source_kind
+    from docdex.index_format.config import SourceError, source_kind
 
     path = Path(repo).expanduser().resolve()
     try:
         kind = source_kind(str(path))
-    except GitSourceError as exc:
+    except SourceError as exc:
         raise HookError(str(exc)) from None
     if kind != "bare":
         raise HookError(

@@ -12,6 +12,11 @@ MARKER = "DOCDEX"
 VERSION_DIGITS = 8
 
 
+def version_name(version: int) -> str:
+    """How a version is named on disk (CURRENT, manifests, text indexes, page tables)."""
+    return f"{version:0{VERSION_DIGITS}d}"
+
+
 class IndexFormatError(Exception):
     """The data directory or a version in it cannot be read as a docdex index."""
 
@@ -59,7 +64,7 @@ class DataDir:
         return self.root / "state"
 
     def manifest(self, version: int) -> Path:
-        return self.versions / f"{version:0{VERSION_DIGITS}d}.json"
+        return self.versions / f"{version_name(version)}.json"
 
     def segment(self, segment_id: str) -> Path:
         return self.segments / segment_id

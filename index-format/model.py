@@ -11,6 +11,11 @@ import msgspec
 FORMAT_MAJOR = 1
 FORMAT_MINOR = 1  # the newest minor this code reads and writes (1: token vectors)
 
+# Defaults of the settings that decide what is stored (docdex.toml can change them).
+BUDGET_CHARS = 1500  # a chunk's target size
+WINDOW_TOKENS = 250  # an embedding window's content tokens
+WINDOW_OVERLAP = 40  # tokens consecutive windows share
+
 
 # --- what the chunker produces ------------------------------------------------------------
 
@@ -37,7 +42,7 @@ class ParsedPage(msgspec.Struct, frozen=True):
 
 
 class ChunkerSettings(msgspec.Struct, frozen=True):
-    budget_chars: int = 1500
+    budget_chars: int = BUDGET_CHARS
     section_levels: int = 3  # headings h1..hN start sections
     min_alnum: int = 25  # residue with fewer alphanumeric characters is dropped
 
@@ -46,8 +51,8 @@ class EmbedderInfo(msgspec.Struct, frozen=True):
     id: str  # e.g. "all-MiniLM-L6-v2-onnx-int8"
     dim: int
     sha256: str  # of the model file
-    window_tokens: int = 250
-    window_overlap: int = 40
+    window_tokens: int = WINDOW_TOKENS
+    window_overlap: int = WINDOW_OVERLAP
 
 
 # --- stored records ------------------------------------------------------------------------
@@ -123,8 +128,8 @@ class PageRecord(PageInfo, frozen=True):
 class StoredPage(PageInfo, frozen=True):
     """A page as an incremental run reads the previous table: the same record with its
     chunk refs left encoded. A run decodes the refs of the pages it touches only, so a
-    small push into a large source does not pay for the whole table (PowerShell-Docs'
-    decodes in 11 ms instead of 65); written back, it encodes to the same bytes."""
+    small push into a large source does not pay for the whole table (adr/0010); written
+    back, it encodes to the same bytes."""
 
     chunks: msgspec.Raw
 

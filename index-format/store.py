@@ -17,7 +17,7 @@ from typing import TypeVar, overload
 import msgspec
 import numpy as np
 
-from .layout import VERSION_DIGITS, DataDir, IndexFormatError, write_atomic
+from .layout import VERSION_DIGITS, DataDir, IndexFormatError, version_name, write_atomic
 from .model import (
     FORMAT_MAJOR,
     ChunkRecord,
@@ -93,7 +93,7 @@ def write_manifest(data: DataDir, manifest: Manifest) -> None:
 
 
 def point_current(data: DataDir, version: int) -> None:
-    write_atomic(data.current, f"{version:0{VERSION_DIGITS}d}\n".encode())
+    write_atomic(data.current, f"{version_name(version)}\n".encode())
 
 
 # --- segments ------------------------------------------------------------------------------
@@ -102,11 +102,11 @@ def point_current(data: DataDir, version: int) -> None:
 class ChunkTable(Sequence[ChunkRecord]):
     """A segment's chunk records, each read from chunks.msgpack and decoded when asked for.
 
-    Opening finds where each record starts and checks that every record decodes (about
-    0.1 s for 50,000 records); afterwards a record is one `pread` and a decode (a few
-    microseconds). A server over a large corpus so holds no chunk text in memory, and no
-    mapped file pages either (which would count in its RSS): only an open descriptor, kept so
-    that a file deleted by the garbage collector stays readable."""
+    Opening finds where each record starts and checks that every record decodes, so a
+    corrupt file is refused at load; afterwards a record is one `pread` and a decode. A
+    server over a large corpus so holds no chunk text in memory, and no mapped file pages
+    either (which would count in its RSS): only an open descriptor, kept so that a file
+    deleted by the garbage collector stays readable (adr/0008)."""
 
     def __init__(self, path: Path) -> None:
         self._fd = _descriptor_for(self, path)

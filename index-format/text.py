@@ -1,5 +1,6 @@
-"""The full-text (Tantivy) side of the format: its schema and the identifier analysis that
-the indexer applies to chunk text and the searcher applies to queries, identically."""
+"""The full-text (Tantivy) side of the format: its schema, and the two analyses that the
+indexer applies to chunk text and the searcher applies to queries, identically: `en_stem`
+terms for the text fields and identifier terms for the `ident` field."""
 
 from __future__ import annotations
 
@@ -28,6 +29,24 @@ def text_schema() -> tantivy.Schema:
         builder.add_text_field(name, tokenizer_name="en_stem")
     builder.add_text_field(IDENT_FIELD, tokenizer_name="raw", index_option="freq")
     return builder.build()
+
+
+def analyze(text: str) -> list[str]:
+    """The terms Tantivy's `en_stem` tokenizer makes of `text` for the text fields, in order:
+    a query is analysed exactly as the documents were (tests/test_text_analysis.py checks it
+    against Tantivy's own index of the same text)."""
+    return _en_stem().analyze(text)
+
+
+@lru_cache(maxsize=1)
+def _en_stem() -> tantivy.TextAnalyzer:
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
 
 
 def identifier_terms(text: str) -> list[str]:

@@ -1,9 +1,8 @@
 """What runs beside `docdex serve`: the poller thread and the indexing worker process.
 
 Both start once the server listens: neither has anything urgent to do (requests wait in the
-queue), and on 2 cores a worker's interpreter starting during the server's boot competes
-with it (under load average 2.3, first answers took 1.54 s with the worker started at boot
-against 1.17 s without it, median of 4 starts each).
+queue), and a worker's interpreter starting during the server's boot competes with it for
+the cores and delays the first answers (adr/0008).
 """
 
 from __future__ import annotations

@@ -20,12 +20,15 @@ from dulwich.errors import NotTreeError
 from dulwich.object_store import tree_lookup_path
 from dulwich.repo import Repo
 
-from docdex.config import SourceConfig
+from docdex.index_format.config import SourceConfig
 from docdex.index_format.model import FileProblem, PageInfo, SourceState
+from docdex.index_format.times import iso_utc
 
-from . import gitsource
-from .gitsource import Change, FileEntry, PageDates
-from .worktree import SYMLINK_MODE, WORKTREE_SUFFIX, Worktree, WorktreeFile, iso_time, under
+from .git import blobs
+from .git.diffs import Change, FileEntry, diff_against_indexed, diff_commits, list_files
+from .git.history import PageDates, page_dates
+from .git.links import list_links, retargeted_links
+from .worktree import SYMLINK_MODE, WORKTREE_SUFFIX, Worktree, WorktreeFile, under
 
 Reader = Callable[[FileEntry], str | FileProblem]
 
@@ -119,7 +122,7 @@ def commit_changes(
     if old == head:
         return None
     if old is None:
-        files = gitsource.list_files(repo, head, source.include, source.exclude)
+        files = list_files(repo, head, source.include, source.exclude)
         changes = full_changes(files, old_pages)
         links = {path: e.blob for path, e in files.items() if stat.S_ISLNK(e.mode)}
     elif old.endswith(WORKTREE_SUFFIX):
@@ -127,21 +130,19 @@ def commit_changes(
         changes, links = _with_relinked_commit(repo, source, None, head, changes, None)
     else:
         indexed = {p.path: p.blob for p in old_pages.values()}
-        changes = gitsource.diff_commits(
-            repo, old, head, source.include, source.exclude, indexed=indexed
-        )
+        changes = diff_commits(repo, old, head, source.include, source.exclude, indexed=indexed)
         changes, links = _with_relinked_commit(repo, source, old, head, changes, base.links)
     touched = touched_paths(changes)
     redate = {p.path for p in old_pages.values() if not p.commit and p.path not in touched}
     wanted = {c.path for c in changes if c.kind != "delete"} | redate
-    dates = gitsource.page_dates(
+    dates = page_dates(
         repo, head, base_commit(base), wanted, KnownDates(old_pages), _renames(changes)
     )
     return Found(
         branch=branch,
         commit=head,
         changes=changes,
-        read=lambda entry: gitsource.read_markdown(repo, head, entry, max_bytes),
+        read=lambda entry: blobs.read_markdown(repo, head, entry, max_bytes),
         dates=dates,
         redated={path: dates[path] for path in redate if path in dates},
         links=links,
@@ -164,7 +165,7 @@ def _with_relinked_commit(
     unchanged = [
         FileEntry(path, blob, SYMLINK_MODE) for path, blob in links.items() if path not in touched
     ]
-    retargeted = gitsource.retargeted_links(repo, old, head, unchanged)
+    retargeted = retargeted_links(repo, old, head, unchanged)
     relinked = [_reread(e.path, e.blob, e.mode, e.blob) for e in retargeted]
     return _sorted(changes + relinked), links
 
@@ -180,7 +181,7 @@ def _links_at(
     recorded them, updated by the changes since; listed from the tree (which, in a large
     repository, is most of a small push's tree reading) only when nothing was recorded."""
     if old_links is None:
-        listed = gitsource.list_links(repo, head, source.include, source.exclude)
+        listed = list_links(repo, head, source.include, source.exclude)
         return {path: entry.blob for path, entry in listed.items()}
     links = dict(old_links)
     for change in changes:
@@ -204,8 +205,8 @@ def _sorted(changes: list[Change]) -> list[Change]:
 def _indexed_diff(
     repo: Repo, head: str, source: SourceConfig, old_pages: dict[str, PageInfo]
 ) -> list[Change]:
-    current = gitsource.list_files(repo, head, source.include, source.exclude)
-    return gitsource.diff_against_indexed({p.path: p.blob for p in old_pages.values()}, current)
+    current = list_files(repo, head, source.include, source.exclude)
+    return diff_against_indexed({p.path: p.blob for p in old_pages.values()}, current)
 
 
 # --- a working tree ------------------------------------------------------------------------
@@ -346,7 +347,7 @@ def _indexed_blobs(base: SourceState, old_pages: dict[str, PageInfo]) -> dict[st
 
 
 def _blob_diff(indexed: dict[str, str], current: dict[str, WorktreeFile]) -> list[Change]:
-    return gitsource.diff_against_indexed(indexed, _entries(current))
+    return diff_against_indexed(indexed, _entries(current))
 
 
 def _without_same_problems(
@@ -369,7 +370,7 @@ def _moved_paths(
     """Paths a HEAD move (commit, checkout, pull) changed: their dates may change."""
     if head is None or old_head == head:
         return set()
-    changes = gitsource.diff_commits(repo, old_head, head, source.include, source.exclude)
+    changes = diff_commits(repo, old_head, head, source.include, source.exclude)
     return touched_paths(changes)
 
 
@@ -380,7 +381,7 @@ def _head_blobs(
     if head is None or not current:
         return {}
     if len(current) > _LOOKUP_LIMIT:
-        files = gitsource.list_files(repo, head, source.include, source.exclude)
+        files = list_files(repo, head, source.include, source.exclude)
         return {path: files[path].blob for path in current if path in files}
     commit = repo[head.encode("ascii")]
     blobs = {}
@@ -413,12 +414,12 @@ def _worktree_dates(
     wanted = committed | need_created
     git: dict[str, PageDates] = {}
     if head and wanted:
-        git = gitsource.page_dates(
+        git = page_dates(
             repo, head, base_commit(base), wanted, KnownDates(old_pages), _renames(changes)
         )
     dates = {path: git[path] for path in committed if path in git}
     for change in edited:
-        modified = iso_time(current[change.path].mtime)
+        modified = iso_utc(current[change.path].mtime)
         old = previous[change.path]
         if old is not None and old.created:
             created = old.created

@@ -16,9 +16,9 @@ import sys
 
 import msgspec
 
-from docdex.config import ConfigError, load_config
+from docdex.index_format.config import ConfigError, load_config
 from docdex.index_format.layout import DataDir, IndexFormatError
-from docdex.logs import configure_logging
+from docdex.runtime.logs import configure_logging
 
 EXIT_INVALID = 3
 

@@ -1,26 +1,36 @@
-"""One indexing run: from each source's branch head to a newly published version.
+"""One indexing run: from each source's branch head (or, in watch mode, a checkout's working
+tree) to a newly published version.
 
 The run reads the current version, works out per source which files changed since the
-commit it indexed (a tree diff, so force-pushes are fine), parses and chunks only those,
-embeds only chunks whose text it has no vectors for, and streams them into new dense
-segments of bounded size (segmentstream.py) and a copy-on-write text index, then publishes
-a manifest naming all of it.
+state it indexed (changes.py: a tree diff between commits, so force-pushes are fine, or blob
+ids for a working tree), parses and chunks only those, embeds only chunks whose text it has
+no vectors for, and streams them into new dense segments of bounded size (segmentstream.py)
+and a copy-on-write text index. It then compacts the segments (compaction.py), publishes a
+manifest naming all of it, and collects garbage.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import resource
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from functools import cached_property
 
 import msgspec
+from dulwich.repo import Repo
 
-from docdex.config import Config, ConfigError, Settings, SourceConfig
-from docdex.index_format.layout import DataDir
+from docdex.index_format.config import (
+    Config,
+    ConfigError,
+    Settings,
+    SourceConfig,
+    SourceError,
+    source_kind,
+)
+from docdex.index_format.layout import DataDir, version_name
 from docdex.index_format.model import (
     FORMAT_MAJOR,
     FORMAT_MINOR,
@@ -42,13 +52,18 @@ from docdex.index_format.store import (
     write_manifest,
     write_pages,
 )
-from docdex.logs import log_event
-from docdex.server.late_interaction import TOKOFFSETS_FILE
+from docdex.index_format.times import iso_utc
+from docdex.index_format.tokens import TOKOFFSETS_FILE
+from docdex.model.embedder import Embedder, embed_input
+from docdex.model.files import model_info
+from docdex.runtime.logs import log_event
 
-from . import changes, gitsource
+from . import changes
 from .compaction import CompactionPolicy, PagesBySource, compact
-from .embedder import Embedder, embed_input
 from .gc import GcReport, collect_garbage
+from .git.diffs import Change, FileEntry
+from .git.history import PageDates
+from .git.repo import open_repo, resolve_branch
 from .lock import writer_lock
 from .markdown import parse_page
 from .remote import local_repository
@@ -95,67 +110,65 @@ class RunReport(msgspec.Struct):
     segments_written: int = 0  # new segments of this run, before compaction
 
 
-@dataclass
-class RunState:
-    """What the run carries across sources: tombstones and reusable vectors of removed
-    pages, the pages it keeps, and the stream its new pages go through."""
+@dataclass(frozen=True)
+class RunContext:
+    """What a run is asked to do, and with what: fixed from its start to its end."""
 
     data: DataDir
     settings: Settings
-    previous: Manifest | None
-    version: int
-    tombstones: dict[str, set[int]]
+    previous: Manifest | None  # the version the run starts from
+    version: int  # the version it publishes
+    model: EmbedderInfo  # the model's identity: content hashes and the manifest record it
+    load_embedder: Callable[[], Embedder]  # the model itself, loaded at its first use
+    rebuild: bool  # re-read every file (asked for, first run, or other chunker settings)
     worktree: bool = False  # checkouts: index the working tree instead of the branch head
     dirty: Dirty | None = None  # per source, paths to look at (None: all)
-    loaded_embedder: Embedder | None = None
-    reusable: dict[str, ChunkRef] = field(default_factory=dict)  # content hash -> a chunk to copy
-    deleted_pages: list[str] = field(default_factory=list)
-    kept_pages: dict[str, list[StoredPage]] = field(default_factory=dict)  # touched sources
-    states: dict[str, SourceState] = field(default_factory=dict)
-    reports: list[SourceReport] = field(default_factory=list)
-    removed_sources: list[str] = field(default_factory=list)
-    compacted: bool = False
-    text_builder: TextIndexBuilder | None = None  # opened by the first delete or add
-
-    @property
-    def text(self) -> TextIndexBuilder:
-        if self.text_builder is None:
-            previous = self.previous.text_index if self.previous else None
-            self.text_builder = TextIndexBuilder(self.data, _version_name(self.version), previous)
-        return self.text_builder
-
-    @cached_property
-    def stream(self) -> SegmentStream:
-        old_segments = {s.id: s.chunks for s in self.previous.segments} if self.previous else {}
-        return SegmentStream(
-            self.data,
-            self.version,
-            self.settings,
-            lambda: self.embedder,
-            self.reusable,
-            old_segments,
-            lambda chunk, body: self.text.add(chunk, body),
-        )
-
-    def discard_text(self) -> None:
-        """A failed run leaves no Tantivy writer open (watch runs cycles in-process)."""
-        if self.text_builder is not None:
-            self.text_builder.discard()
-            self.text_builder = None
-
-    @property
-    def embedder(self) -> Embedder:
-        """Loaded on first use: a run that finds nothing changed never loads the model."""
-        if self.loaded_embedder is None:
-            self.loaded_embedder = Embedder.load(
-                threads=self.settings.threads or None,
-                window_tokens=self.settings.window_tokens,
-                window_overlap=self.settings.window_overlap,
-            )
-        return self.loaded_embedder
 
     def dirty_paths(self, source: str) -> set[str] | None:
         return None if self.dirty is None else self.dirty.get(source, set())
+
+
+@dataclass
+class RunState:
+    """What the run gathers across sources: tombstones and reusable vectors of removed
+    pages, the pages it keeps, the new sources' states, and where its new pages go (the
+    stream of dense segments and the text index, whose writer opens at its first use)."""
+
+    text: TextIndexBuilder
+    stream: SegmentStream
+    tombstones: dict[str, set[int]]
+    reusable: dict[str, ChunkRef]  # content hash -> a chunk whose vectors may be copied
+    states: dict[str, SourceState]
+    deleted_pages: list[str] = field(default_factory=list)
+    kept_pages: dict[str, list[StoredPage]] = field(default_factory=dict)  # touched sources
+    reports: list[SourceReport] = field(default_factory=list)
+    removed_sources: list[str] = field(default_factory=list)
+    compacted: bool = False
+
+
+@dataclass
+class SourceRun:
+    """One source within a run: its configuration, what the previous version holds of it,
+    and the report the run fills in."""
+
+    config: SourceConfig
+    previous: SourceState | None
+    old_pages: dict[str, StoredPage]  # path -> page of the previous version
+    config_hash: str  # of the settings that decide which files are read, and how
+    report: SourceReport
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def base(self) -> SourceState | None:
+        """The state to diff from: None re-reads every file."""
+        return (
+            self.previous
+            if self.previous and self.previous.config_hash == self.config_hash
+            else None
+        )
 
 
 def index_sources(
@@ -164,7 +177,7 @@ def index_sources(
     names: list[str] | None = None,
     full: bool = False,
     embedder: Embedder | None = None,
-    on_wait=None,
+    on_wait: Callable[[str], None] | None = None,
     worktree: bool = False,
     dirty: Dirty | None = None,
 ) -> RunReport:
@@ -173,12 +186,16 @@ def index_sources(
     With `worktree`, checkout sources are indexed from their working tree (uncommitted
     edits included) and `dirty` (source -> repo-relative paths) limits what is looked at
     (a source missing from it: only what a HEAD move changed; mapped to None: everything);
-    other sources are indexed from their branch head as always.
+    other sources are indexed from their branch head as always. `embedder`: a model already
+    loaded (else one is loaded when a text needs embedding).
     """
     selected = _select(config, names)
     data.ensure()
     with writer_lock(data, on_wait=on_wait):
-        report = _run(data, config, selected, full, embedder, worktree, dirty)
+        started = time.monotonic()
+        collect_garbage(data, config.settings.keep_versions)  # debris of a crashed run first
+        ctx = _context(data, config.settings, full, embedder, worktree, dirty)
+        report = _run(ctx, config, selected, started)
     _log_run(report)
     return report
 
@@ -190,41 +207,88 @@ def _select(config: Config, names: list[str] | None) -> list[SourceConfig]:
         raise IndexingError(str(exc)) from None
 
 
-def _run(data, config, selected, full, embedder, worktree, dirty) -> RunReport:
-    started = time.monotonic()
-    settings = config.settings
-    collect_garbage(data, settings.keep_versions)  # debris of a crashed run goes first
+def _context(
+    data: DataDir,
+    settings: Settings,
+    full: bool,
+    embedder: Embedder | None,
+    worktree: bool,
+    dirty: Dirty | None,
+) -> RunContext:
     previous = load_current(data)
-    rebuild = full or previous is None or previous.chunker != settings.chunker()
-    run = RunState(
+    return RunContext(
         data=data,
         settings=settings,
         previous=previous,
         version=_next_version(data),
-        tombstones={s.id: set(s.tombstones) for s in previous.segments} if previous else {},
+        model=embedder.info
+        if embedder
+        else model_info(settings.window_tokens, settings.window_overlap),
+        load_embedder=_embedder_loader(settings, embedder),
+        rebuild=full or previous is None or previous.chunker != settings.chunker(),
         worktree=worktree,
         dirty=dirty,
-        loaded_embedder=embedder,
-        states=dict(previous.sources) if previous else {},
     )
+
+
+def _embedder_loader(settings: Settings, loaded: Embedder | None) -> Callable[[], Embedder]:
+    """The model, loaded once at the first call: a run that embeds nothing (nothing changed,
+    renames, deletions) never loads it."""
+
+    @functools.cache
+    def load() -> Embedder:
+        return loaded or Embedder.load(
+            threads=settings.threads or None,
+            window_tokens=settings.window_tokens,
+            window_overlap=settings.window_overlap,
+        )
+
+    return load
+
+
+def _run(
+    ctx: RunContext, config: Config, selected: list[SourceConfig], started: float
+) -> RunReport:
+    run = _start(ctx)
     try:
-        _drop_removed_sources(run, config)
+        _drop_removed_sources(ctx, run, config)
         for source in selected:
-            _index_source(run, source, rebuild)
+            _index_source(ctx, run, source)
         changed = bool(run.deleted_pages or run.kept_pages or run.removed_sources)
-        if not changed and not _states_changed(run):
-            return _report(run, started, published=False)
+        if not changed and not _states_changed(ctx, run):
+            return _report(ctx, run, started)
         run.stream.flush()
-        manifest = _publish(run)
+        manifest = _publish(ctx, run)
     finally:
-        run.discard_text()  # a no-op once the text index is published
-    report = _report(run, started, True, manifest)
-    report.gc = collect_garbage(data, settings.keep_versions)
+        run.text.discard()  # a no-op once the text index is published
+    report = _report(ctx, run, started, manifest)
+    report.gc = collect_garbage(ctx.data, ctx.settings.keep_versions)
     return report
 
 
-def _version_name(version: int) -> str:
-    return f"{version:08d}"
+def _start(ctx: RunContext) -> RunState:
+    previous = ctx.previous
+    text = TextIndexBuilder(
+        ctx.data, version_name(ctx.version), previous.text_index if previous else None
+    )
+    reusable: dict[str, ChunkRef] = {}
+    stream = SegmentStream(
+        ctx.data,
+        ctx.version,
+        ctx.settings,
+        model=ctx.model,
+        load_embedder=ctx.load_embedder,
+        reusable=reusable,
+        segment_chunks={s.id: s.chunks for s in previous.segments} if previous else {},
+        text_sink=text.add,
+    )
+    return RunState(
+        text=text,
+        stream=stream,
+        tombstones={s.id: set(s.tombstones) for s in previous.segments} if previous else {},
+        reusable=reusable,
+        states=dict(previous.sources) if previous else {},
+    )
 
 
 def _next_version(data: DataDir) -> int:
@@ -232,32 +296,39 @@ def _next_version(data: DataDir) -> int:
     return (versions[-1] + 1) if versions else 1
 
 
-def _drop_removed_sources(run: RunState, config: Config) -> None:
+def _drop_removed_sources(ctx: RunContext, run: RunState, config: Config) -> None:
     configured = {s.name for s in config.sources}
     for name in [n for n in run.states if n not in configured]:
         state = run.states.pop(name)
-        for page in load_pages(run.data, state.pages_file):
+        for page in load_pages(ctx.data, state.pages_file):
             _remove_page(run, page)
         run.text.delete_source(name)
         run.removed_sources.append(name)
         run.reports.append(SourceReport(name=name, status="removed", deleted=state.files))
 
 
-def _states_changed(run: RunState) -> bool:
-    return run.previous is None or run.states != run.previous.sources
+def _states_changed(ctx: RunContext, run: RunState) -> bool:
+    return ctx.previous is None or run.states != ctx.previous.sources
 
 
 # --- one source ----------------------------------------------------------------------------
 
 
-def _index_source(run: RunState, source: SourceConfig, rebuild: bool) -> None:
+def _index_source(ctx: RunContext, run: RunState, source: SourceConfig) -> None:
     report = SourceReport(name=source.name)
     run.reports.append(report)
     previous = run.states.get(source.name)
     try:
-        with gitsource.open_repo(local_repository(run.data, source)) as repo:
-            _index_repo(run, source, repo, previous, rebuild, report)
-    except (gitsource.GitSourceError, OSError) as exc:
+        with open_repo(local_repository(ctx.data, source)) as repo:
+            src = SourceRun(
+                config=source,
+                previous=previous,
+                old_pages=_previous_pages(ctx.data, previous),
+                config_hash=_config_hash(source, ctx.settings),
+                report=report,
+            )
+            _index_repo(ctx, run, src, repo)
+    except (SourceError, OSError) as exc:
         if source.name in run.kept_pages:
             raise  # half applied (old pages removed, new ones streamed): publish nothing
         report.status = "failed"
@@ -275,10 +346,10 @@ def _failed_state(source: SourceConfig, previous: SourceState | None, error: str
 def _new_state(source: SourceConfig, branch: str, **fields) -> SourceState:
     """A source's state before publishing fills in its page table and counts."""
     try:
-        kind = gitsource.source_kind(source.location)
-    except gitsource.GitSourceError:
+        kind = source_kind(source.location)
+    except SourceError:
         kind = "unknown"
-    defaults = {"indexed_at": _now(), "pages_file": "", "files": 0, "chunks": 0}
+    defaults = {"indexed_at": iso_utc(), "pages_file": "", "files": 0, "chunks": 0}
     return SourceState(
         name=source.name,
         location=source.location,
@@ -288,35 +359,33 @@ def _new_state(source: SourceConfig, branch: str, **fields) -> SourceState:
     )
 
 
-def _index_repo(run, source, repo, previous, rebuild, report) -> None:
-    old_pages = _previous_pages(run.data, previous)
-    config_hash = _config_hash(source, run.settings)
-    report.previous_commit = previous.commit if previous else ""
-    same_config = previous is not None and previous.config_hash == config_hash
-    base = previous if same_config and not rebuild else None
-    max_bytes = run.settings.max_file_bytes
-    if run.worktree and gitsource.source_kind(source.location) == "checkout":
-        skip = [run.data.root]
-        dirty = run.dirty_paths(source.name)
-        found = changes.worktree_changes(repo, source, max_bytes, base, old_pages, dirty, skip)
+def _index_repo(ctx: RunContext, run: RunState, src: SourceRun, repo: Repo) -> None:
+    source, previous = src.config, src.previous
+    src.report.previous_commit = previous.commit if previous else ""
+    base = None if ctx.rebuild else src.base
+    max_bytes = ctx.settings.max_file_bytes
+    if ctx.worktree and source_kind(source.location) == "checkout":
+        skip = [ctx.data.root]
+        dirty = ctx.dirty_paths(source.name)
+        found = changes.worktree_changes(repo, source, max_bytes, base, src.old_pages, dirty, skip)
     else:
-        branch, head = gitsource.resolve_branch(repo, source.branch or None)
+        branch, head = resolve_branch(repo, source.branch or None)
         if head is None:
-            _branch_missing(run, source, repo, branch, old_pages, report, config_hash)
+            _branch_missing(ctx, run, src, repo, branch)
             return
-        found = changes.commit_changes(repo, source, max_bytes, branch, head, base, old_pages)
+        found = changes.commit_changes(repo, source, max_bytes, branch, head, base, src.old_pages)
     if found is None:
-        report.commit = previous.commit if previous else ""
+        src.report.commit = previous.commit if previous else ""
         if previous and previous.last_error:
             run.states[source.name] = msgspec.structs.replace(previous, last_error="")
         return
-    _apply(run, source, found, old_pages, report)
+    _apply(ctx, run, src, found)
     run.states[source.name] = _new_state(
         source,
         found.branch,
-        config_hash=config_hash,
+        config_hash=src.config_hash,
         commit=found.commit,
-        problems=_carry_problems(base, found.changes, report.problems),
+        problems=_carry_problems(base, found.changes, src.report.problems),
         links=found.links,
     )
 
@@ -327,46 +396,49 @@ def _previous_pages(data: DataDir, previous: SourceState | None) -> dict[str, St
     return {p.path: p for p in load_pages(data, previous.pages_file, StoredPage)}
 
 
-def _branch_missing(run, source, repo, branch, old_pages, report, config_hash) -> None:
-    if not old_pages:
-        raise gitsource.GitSourceError(
-            f"branch {branch!r} does not exist in {source.location}"
+def _branch_missing(
+    ctx: RunContext, run: RunState, src: SourceRun, repo: Repo, branch: str
+) -> None:
+    if not src.old_pages:
+        raise SourceError(
+            f"branch {branch!r} does not exist in {src.config.location}"
             + (" (the repository is empty)" if not _has_refs(repo) else "")
         )
-    _remove_all(run, source, branch, old_pages, report, config_hash)
+    _remove_all(run, src, branch)
 
 
-def _apply(run: RunState, source: SourceConfig, found: changes.Found, old_pages, report) -> None:
+def _apply(ctx: RunContext, run: RunState, src: SourceRun, found: changes.Found) -> None:
     """Keep the pages the changes do not touch, tombstone the old pages they do (before any
     new page of the source reaches the text index), and stream the new files' pages."""
     touched = changes.touched_paths(found.changes)
-    run.kept_pages[source.name] = [
+    report = src.report
+    run.kept_pages[src.name] = [
         _redate(page, found.redated.get(path))
-        for path, page in old_pages.items()
+        for path, page in src.old_pages.items()
         if path not in touched
     ]
     for change in found.changes:
         counter = _COUNTER[change.kind]
         setattr(report, counter, getattr(report, counter) + 1)
         old_path = None if change.kind == "add" else (change.old_path or change.path)
-        if old_path and old_path in old_pages:
-            _remove_page(run, old_pages[old_path])
+        if old_path and old_path in src.old_pages:
+            _remove_page(run, src.old_pages[old_path])
     problems: list[FileProblem] = []
     for change in found.changes:
         if change.kind == "delete":
             continue
-        entry = gitsource.FileEntry(path=change.path, blob=change.blob, mode=change.mode)
+        entry = FileEntry(path=change.path, blob=change.blob, mode=change.mode)
         content = found.read(entry)
         if isinstance(content, FileProblem):
             problems.append(content)
             continue
-        run.stream.add(_parse(run, source.name, entry, content, found.dates.get(change.path)))
+        run.stream.add(_parse(ctx, src.name, entry, content, found.dates.get(change.path)))
     report.commit = found.commit
     report.status = "indexed"
     report.problems = problems
 
 
-def _redate(page: StoredPage, dates: gitsource.PageDates | None) -> StoredPage:
+def _redate(page: StoredPage, dates: PageDates | None) -> StoredPage:
     if dates is None:
         return page
     return msgspec.structs.replace(
@@ -377,8 +449,10 @@ def _redate(page: StoredPage, dates: gitsource.PageDates | None) -> StoredPage:
 _COUNTER = {"add": "added", "modify": "modified", "delete": "deleted", "rename": "renamed"}
 
 
-def _parse(run, source: str, entry, content: str, dates) -> PendingPage:
-    parsed = parse_page(content, entry.path, run.settings.chunker())
+def _parse(
+    ctx: RunContext, source: str, entry: FileEntry, content: str, dates: PageDates | None
+) -> PendingPage:
+    parsed = parse_page(content, entry.path, ctx.settings.chunker())
     doc_id = f"{source}:{entry.path}"
     chunks = []
     for n, chunk in enumerate(parsed.chunks):
@@ -393,7 +467,7 @@ def _parse(run, source: str, entry, content: str, dates) -> PendingPage:
             text=chunk.text,
             start_line=chunk.start_line,
             end_line=chunk.end_line,
-            content_hash=_content_hash(run.embedder.info, text_in),
+            content_hash=_content_hash(ctx.model, text_in),
             window_start=0,
             window_count=0,
         )
@@ -423,26 +497,29 @@ def _remove_page(run: RunState, page: StoredPage) -> None:
         run.reusable.setdefault(ref.content_hash, ref)
 
 
-def _remove_all(run, source, branch, old_pages, report, config_hash) -> None:
+def _remove_all(run: RunState, src: SourceRun, branch: str) -> None:
     """The tracked branch is gone: its pages leave the next version, and we say so."""
-    run.kept_pages[source.name] = []
-    for page in old_pages.values():
+    report = src.report
+    run.kept_pages[src.name] = []
+    for page in src.old_pages.values():
         _remove_page(run, page)
     report.status = "branch-deleted"
-    report.deleted = len(old_pages)
-    report.error = f"branch {branch!r} no longer exists in {source.location}"
-    run.states[source.name] = _new_state(
-        source, branch, config_hash=config_hash, commit="", last_error=report.error
+    report.deleted = len(src.old_pages)
+    report.error = f"branch {branch!r} no longer exists in {src.config.location}"
+    run.states[src.name] = _new_state(
+        src.config, branch, config_hash=src.config_hash, commit="", last_error=report.error
     )
 
 
-def _carry_problems(previous, found_changes, problems) -> list[FileProblem]:
+def _carry_problems(
+    previous: SourceState | None, found_changes: list[Change], problems: list[FileProblem]
+) -> list[FileProblem]:
     touched = changes.touched_paths(found_changes)
     old = [p for p in (previous.problems if previous else []) if p.path not in touched]
     return sorted(old + problems, key=lambda p: p.path)
 
 
-def _has_refs(repo) -> bool:
+def _has_refs(repo: Repo) -> bool:
     return any(True for _ in repo.refs)
 
 
@@ -460,46 +537,40 @@ def _content_hash(info: EmbedderInfo, text: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 # --- publishing ----------------------------------------------------------------------------
 
 
-def _publish(run: RunState) -> Manifest:
-    segments = _live_segments(run)
+def _publish(ctx: RunContext, run: RunState) -> Manifest:
+    segments = _live_segments(ctx, run)
     pages_by_source = _final_pages(run)
-    policy = CompactionPolicy(run.settings.max_segments, run.settings.segment_chunks)
+    policy = CompactionPolicy(ctx.settings.max_segments, ctx.settings.segment_chunks)
     segments, pages_by_source, run.compacted = compact(
-        run.data,
-        run.version,
+        ctx.data,
+        ctx.version,
         segments,
         pages_by_source,
         run.states,
         policy,
-        run.embedder.info.dim,
-        run.settings.cores(),
+        ctx.model.dim,
+        ctx.settings.cores(),
     )
-    states = _final_states(run, pages_by_source)
-    text_name = run.text.name
+    states = _final_states(ctx, run, pages_by_source)
     run.text.publish()
-    run.text_builder = None
     manifest = Manifest(
         format_major=FORMAT_MAJOR,
-        format_minor=_format_minor(run.data, segments),
-        version=run.version,
-        created_at=_now(),
-        embedder=run.embedder.info,
-        chunker=run.settings.chunker(),
-        text_index=text_name,
+        format_minor=_format_minor(ctx.data, segments),
+        version=ctx.version,
+        created_at=iso_utc(),
+        embedder=ctx.model,
+        chunker=ctx.settings.chunker(),
+        text_index=run.text.name,
         segments=segments,
         sources=states,
         chunks=sum(s.chunks - len(s.tombstones) for s in segments),
         windows=sum(s.windows for s in segments),
     )
-    write_manifest(run.data, manifest)
-    point_current(run.data, run.version)
+    write_manifest(ctx.data, manifest)
+    point_current(ctx.data, ctx.version)
     return manifest
 
 
@@ -510,8 +581,8 @@ def _format_minor(data: DataDir, segments: list[SegmentRef]) -> int:
     return 0
 
 
-def _live_segments(run: RunState) -> list[SegmentRef]:
-    previous = run.previous.segments if run.previous else []
+def _live_segments(ctx: RunContext, run: RunState) -> list[SegmentRef]:
+    previous = ctx.previous.segments if ctx.previous else []
     out = []
     for ref in previous:
         dead = sorted(run.tombstones.get(ref.id, ()))
@@ -532,16 +603,18 @@ def _final_pages(run: RunState) -> PagesBySource:
     return out
 
 
-def _final_states(run: RunState, pages_by_source) -> dict[str, SourceState]:
+def _final_states(
+    ctx: RunContext, run: RunState, pages_by_source: PagesBySource
+) -> dict[str, SourceState]:
     states = {}
     for name, state in run.states.items():
         pages = pages_by_source.get(name)
         if pages is None:
             states[name] = state
             continue
-        pages_file = f"{name}-{_version_name(run.version)}.msgpack" if pages else ""
+        pages_file = f"{name}-{version_name(ctx.version)}.msgpack" if pages else ""
         if pages:
-            write_pages(run.data, pages_file, pages)
+            write_pages(ctx.data, pages_file, pages)
         states[name] = msgspec.structs.replace(
             state,
             pages_file=pages_file,
@@ -579,15 +652,18 @@ def _log_run(report: RunReport) -> None:
 _LOG_LEVELS = {"unchanged": logging.DEBUG, "failed": logging.WARNING}
 
 
-def _report(run: RunState, started: float, published: bool, manifest: Manifest | None = None):
+def _report(
+    ctx: RunContext, run: RunState, started: float, manifest: Manifest | None = None
+) -> RunReport:
+    """What the run did; without a manifest, it published nothing."""
     _count_chunks(run)
-    stream = run.stream
+    stream, previous = run.stream, ctx.previous
     return RunReport(
-        version=manifest.version if manifest else (run.previous.version if run.previous else None),
-        previous_version=run.previous.version if run.previous else None,
-        published=published,
+        version=manifest.version if manifest else (previous.version if previous else None),
+        previous_version=previous.version if previous else None,
+        published=manifest is not None,
         sources=run.reports,
-        chunks=manifest.chunks if manifest else (run.previous.chunks if run.previous else 0),
+        chunks=manifest.chunks if manifest else (previous.chunks if previous else 0),
         windows_embedded=stream.windows,
         segments=len(manifest.segments) if manifest else 0,
         compacted=run.compacted,

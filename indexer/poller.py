@@ -15,12 +15,10 @@ import time
 
 import msgspec
 
-from docdex.config import Config, load_config
+from docdex.index_format.config import Config, SourceError, load_config, source_kind
 from docdex.index_format.layout import DataDir, write_atomic
-from docdex.logs import log_event
-
-from .gitsource import GitSourceError, source_kind
-from .queue import IndexRequest, file_request, pending_requests
+from docdex.index_format.queue import IndexRequest, file_request, pending_requests
+from docdex.runtime.logs import log_event
 
 log = logging.getLogger("docdex.poller")
 
@@ -43,7 +41,7 @@ def due_sources(config: Config, last_polled: dict[str, float], now: float) -> li
 def _is_remote(location: str) -> bool:
     try:
         return source_kind(location) == "remote"
-    except GitSourceError:
+    except SourceError:
         return False
 
 

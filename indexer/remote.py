@@ -2,7 +2,7 @@
 
 Every indexing run of a remote source fetches first (so `docdex index NAME` and the
 `reindex` tool see the newest commit); a fetch that brings nothing new leaves the mirror's
-heads where they were and the run publishes nothing. A failed fetch raises GitSourceError:
+heads where they were and the run publishes nothing. A failed fetch raises SourceError:
 the run reports it per source and the last good pages keep serving.
 """
 
@@ -18,10 +18,8 @@ from pathlib import Path
 from dulwich.client import get_transport_and_path
 from dulwich.repo import Repo
 
-from docdex.config import SourceConfig
+from docdex.index_format.config import SourceConfig, SourceError, source_kind
 from docdex.index_format.layout import DataDir
-
-from .gitsource import GitSourceError, source_kind
 
 # A stalled network read fails after this long instead of hanging the single writer.
 FETCH_TIMEOUT_S = 60.0
@@ -63,7 +61,7 @@ def fetch_mirror(url: str, mirror: Path) -> Path:
         detail = str(exc).replace(url, redact(url)) or type(exc).__name__
         if not isinstance(exc, OSError | ValueError):
             detail = f"{type(exc).__name__}: {detail}"
-        raise GitSourceError(f"cannot fetch {redact(url)}: {detail}") from None
+        raise SourceError(f"cannot fetch {redact(url)}: {detail}") from None
     return mirror
 
 

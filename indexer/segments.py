@@ -8,7 +8,7 @@ import shutil
 import hnswlib
 import numpy as np
 
-from docdex.index_format.layout import DataDir, publish_dir
+from docdex.index_format.layout import DataDir, publish_dir, version_name
 from docdex.index_format.model import ChunkRecord, ChunkRef, SegmentRef
 from docdex.index_format.store import (
     HNSW_FILE,
@@ -17,7 +17,7 @@ from docdex.index_format.store import (
     load_segment,
     write_segment_files,
 )
-from docdex.server.late_interaction import (
+from docdex.index_format.tokens import (
     TokenArrays,
     concat_chunks,
     load_token_vectors,
@@ -29,7 +29,7 @@ HNSW_EF_CONSTRUCTION = 200
 
 
 def new_segment_id(version: int) -> str:
-    return f"{version:08d}-{secrets.token_hex(4)}"
+    return f"{version_name(version)}-{secrets.token_hex(4)}"
 
 
 def write_segment(

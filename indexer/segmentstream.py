@@ -16,26 +16,20 @@ from dataclasses import dataclass, field
 import msgspec
 import numpy as np
 
-from docdex.config import Settings
+from docdex.index_format.config import Settings
 from docdex.index_format.layout import DataDir
-from docdex.index_format.model import ChunkRecord, ChunkRef, PageRecord, SegmentRef
+from docdex.index_format.model import ChunkRecord, ChunkRef, EmbedderInfo, PageRecord, SegmentRef
 from docdex.index_format.store import VECTORS_FILE
-from docdex.progress import Progress
-from docdex.server.late_interaction import (
-    TokenArrays,
-    TokenPacker,
-    chunk_tokens,
-    embed_with_tokens,
-    load_token_vectors,
-)
+from docdex.index_format.tokens import TokenArrays, TokenPacker, chunk_tokens, load_token_vectors
+from docdex.model.embedder import Embedder
+from docdex.model.late_interaction import Tokens, embed_with_tokens
+from docdex.runtime.progress import Progress
 
-from .embedder import Embedder
 from .segments import new_segment_id, write_segment
 
 EMBED_GROUP_TEXTS = 512  # texts tokenised at once: bounds the memory of token windows
 
 TextSink = Callable[[ChunkRecord, str], None]  # takes a written chunk and its BM25 body
-Tokens = tuple[np.ndarray, np.ndarray]  # a chunk's token vectors and WordPiece ids
 
 
 @dataclass
@@ -74,7 +68,8 @@ class SegmentStream:
     `reusable` maps content hashes to chunks whose vectors may be copied (the pages this
     run removed); the stream adds every chunk it writes, so a text seen again later in the
     run is copied from this run's segment rather than embedded twice. `segment_chunks`
-    holds an old segment's chunk count (for its token arrays) by segment id.
+    holds an old segment's chunk count (for its token arrays) by segment id. The model is
+    loaded (`load_embedder`) only when a text has to be embedded.
     """
 
     def __init__(
@@ -82,7 +77,9 @@ class SegmentStream:
         data: DataDir,
         version: int,
         settings: Settings,
-        embedder: Callable[[], Embedder],
+        *,
+        model: EmbedderInfo,
+        load_embedder: Callable[[], Embedder],
         reusable: dict[str, ChunkRef],
         segment_chunks: dict[str, int],
         text_sink: TextSink,
@@ -90,7 +87,8 @@ class SegmentStream:
         self.data = data
         self.version = version
         self.settings = settings
-        self.embedder = embedder
+        self.model = model
+        self.load_embedder = load_embedder
         self.reusable = reusable
         self.text_sink = text_sink
         self.old_vectors = _OldVectors(data)
@@ -161,8 +159,8 @@ class SegmentStream:
         plan = self._plan(chunks)
         late = self.old_tokens is not None
         label = f"embedding chunks (segment {len(self.segments) + 1})"
-        fresh = _FreshEmbeddings(self.embedder(), plan.embed, late, label)
-        packer = TokenPacker(self.embedder().info.dim) if late else None
+        fresh = _FreshEmbeddings(self.load_embedder, plan.embed, late, label)
+        packer = TokenPacker(self.model.dim) if late else None
         segment_id = new_segment_id(self.version)
         records: list[ChunkRecord] = []
         blocks: list[np.ndarray] = []
@@ -213,9 +211,13 @@ class _FreshEmbeddings:
     order (first occurrence in segment order), so at most one group is ahead."""
 
     def __init__(
-        self, embedder: Embedder, texts: dict[str, str], with_tokens: bool, label: str
+        self,
+        load_embedder: Callable[[], Embedder],
+        texts: dict[str, str],
+        with_tokens: bool,
+        label: str,
     ) -> None:
-        self.embedder = embedder
+        self.load_embedder = load_embedder
         self.keys = list(texts)
         self.texts = list(texts.values())
         self.with_tokens = with_tokens
@@ -235,12 +237,13 @@ class _FreshEmbeddings:
             raise KeyError("asked for a text that is not to be embedded")
         start, end = self.done, self.done + EMBED_GROUP_TEXTS
         group = self.texts[start:end]
+        embedder = self.load_embedder()
         if self.with_tokens:
-            vectors, owners, per_text = embed_with_tokens(self.embedder, group)
+            vectors, owners, per_text = embed_with_tokens(embedder, group)
             self.tokens.update(zip(self.keys[start:end], per_text, strict=True))
         else:
-            windows, owners = self.embedder.token_windows(group)
-            vectors = self.embedder.embed_windows(windows)
+            windows, owners = embedder.token_windows(group)
+            vectors = embedder.embed_windows(windows)
         vectors = vectors.astype(np.float16)
         bounds = np.searchsorted(owners, np.arange(len(group) + 1))
         for i, key in enumerate(self.keys[start:end]):

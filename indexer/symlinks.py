@@ -1,6 +1,6 @@
 """Symlinks resolved the way the filesystem would, but never leaving the repository.
 
-One algorithm serves a commit's tree (gitsource) and a checkout's working tree (worktree):
+One algorithm serves a commit's tree (git.links) and a checkout's working tree (worktree):
 the target is walked component by component, links on the way are followed, and every
 path looked up is noted. A link's page depends on exactly those paths: when one of them
 changes, the link may lead somewhere else and its page must be read again.

@@ -47,7 +47,9 @@ def chunk_document(chunk: ChunkRecord, embed_text: str) -> tantivy.Document:
 class TextIndexBuilder:
     """text/<name>, built copy-on-write from text/<previous>: one Tantivy writer takes the
     run's deletes and adds as the run produces them (its heap, not the run's size, bounds
-    its memory), and `publish` commits and renames the directory into place.
+    its memory), and `publish` commits and renames the directory into place. Nothing is
+    written before the first delete or add (or `publish`): a run that changes nothing
+    leaves no directory behind.
 
     Tantivy applies a delete to documents added before it, so a page's old chunks must be
     deleted before its new ones are added (the pipeline removes a source's old pages before
@@ -56,37 +58,49 @@ class TextIndexBuilder:
     def __init__(self, data: DataDir, name: str, previous: str | None) -> None:
         self.data = data
         self.name = name
+        self.previous = previous
         self.tmp = data.text / f".tmp-{name}"
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        if previous:
-            link_or_copy_tree(data.text_index(previous), self.tmp)
-        else:
-            self.tmp.mkdir(parents=True)
-        self.index = tantivy.Index(text_schema(), path=str(self.tmp), reuse=bool(previous))
-        self.writer = self.index.writer(WRITER_HEAP_BYTES, 1)
+        self._index: tantivy.Index | None = None
+        self._writer: tantivy.IndexWriter | None = None
 
     def delete_page(self, doc_id: str) -> None:
-        self.writer.delete_documents_by_term("doc_id", doc_id)
+        self._open().delete_documents_by_term("doc_id", doc_id)
 
     def delete_source(self, source: str) -> None:
-        self.writer.delete_documents_by_term("source", source)
+        self._open().delete_documents_by_term("source", source)
 
     def add(self, chunk: ChunkRecord, embed_text: str) -> None:
-        self.writer.add_document(chunk_document(chunk, embed_text))
+        self._open().add_document(chunk_document(chunk, embed_text))
 
     def publish(self) -> None:
-        self.writer.commit()
-        self.writer.wait_merging_threads()
+        writer = self._open()
+        writer.commit()
+        writer.wait_merging_threads()
         self._close()
         for lock in self.tmp.glob(_LOCK_PREFIX + "*"):
             lock.unlink()
         publish_dir(self.tmp, self.data.text_index(self.name))
 
     def discard(self) -> None:
-        """A failed run: drop the writer and its temporary directory."""
+        """Drop the writer and its temporary directory, if any (after `publish`, the
+        directory has its final name)."""
         self._close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
+    def _open(self) -> tantivy.IndexWriter:
+        """The writer, made at the first use from a copy of the previous version's files."""
+        if self._writer is None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            if self.previous:
+                link_or_copy_tree(self.data.text_index(self.previous), self.tmp)
+            else:
+                self.tmp.mkdir(parents=True)
+            self._index = tantivy.Index(
+                text_schema(), path=str(self.tmp), reuse=bool(self.previous)
+            )
+            self._writer = self._index.writer(WRITER_HEAP_BYTES, 1)
+        return self._writer
+
     def _close(self) -> None:
-        if hasattr(self, "writer"):  # Tantivy lets go of the directory when both are gone
-            del self.writer, self.index
+        # Tantivy lets go of the directory when both the writer and the index are gone.
+        self._writer = self._index = None

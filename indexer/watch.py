@@ -26,13 +26,12 @@ from pathlib import Path
 
 import watchfiles
 
-from docdex.config import Config, SourceConfig, load_config
+from docdex.index_format.config import Config, SourceConfig, SourceError, load_config, source_kind
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import current_version, load_current
-from docdex.logs import log_event
+from docdex.model.embedder import Embedder
+from docdex.runtime.logs import log_event
 
-from .embedder import Embedder
-from .gitsource import GitSourceError, source_kind
 from .pipeline import Dirty, RunReport, index_sources
 from .worktree import WORKTREE_SUFFIX, is_editor_temp
 
@@ -78,7 +77,7 @@ def watched_sources(config: Config, names: list[str] | None) -> list[Watched]:
 def _kind(source: SourceConfig) -> str:
     try:
         return source_kind(source.location)
-    except GitSourceError:
+    except SourceError:
         return "missing"
 
 

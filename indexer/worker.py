@@ -24,23 +24,23 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
 
-from docdex.config import ConfigError, Settings, load_config
+from docdex.index_format.config import ConfigError, Settings, load_config
 from docdex.index_format.layout import DataDir
-from docdex.logs import configure_logging, is_configured
-from docdex.server.metrics import (
+from docdex.index_format.metrics import (
     IngestionFailure,
     IngestionMetrics,
     write_last_failure,
     write_last_ingestion,
 )
+from docdex.index_format.queue import IndexRequest, pending_requests, remove_requests
+from docdex.index_format.times import iso_utc
+from docdex.runtime.logs import configure_logging, is_configured
 
 from .cycle import EXIT_INVALID
-from .queue import IndexRequest, pending_requests, remove_requests
 
 log = logging.getLogger("docdex.worker")
 
@@ -336,7 +336,7 @@ class Worker:
         write_last_ingestion(
             self.data,
             IngestionMetrics(
-                completed_at=_now(),
+                completed_at=iso_utc(),
                 duration_s=round(result.duration_s, 3),
                 rss_at_end_mb=report.peak_rss_mb,  # the cycle process's peak
                 chunks_embedded=embedded,
@@ -389,12 +389,8 @@ class Worker:
 def _failure(data: DataDir, error: str, source: str, duration_s: float | None) -> None:
     duration = None if duration_s is None else round(duration_s, 3)
     write_last_failure(
-        data, IngestionFailure(failed_at=_now(), error=error, source=source, duration_s=duration)
+        data, IngestionFailure(failed_at=iso_utc(), error=error, source=source, duration_s=duration)
     )
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # --- entry points --------------------------------------------------------------------------

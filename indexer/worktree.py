@@ -16,7 +16,6 @@ import re
 import stat
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
@@ -31,7 +30,8 @@ from dulwich.repo import Repo
 from docdex.index_format.model import FileProblem
 
 from . import symlinks
-from .gitsource import decode_markdown, matches
+from .git.blobs import decode_markdown
+from .git.globs import matches
 
 # What SourceState.commit records for a working-tree run: "<HEAD sha>+worktree".
 WORKTREE_SUFFIX = "+worktree"
@@ -69,10 +69,6 @@ def is_editor_temp(name: str) -> bool:
 
 def blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
-
-
-def iso_time(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Worktree:

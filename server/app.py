@@ -41,7 +41,7 @@ from .documents import Docs
 from .routes import MCP_PATH, http_routes
 
 if TYPE_CHECKING:
-    from docdex.indexer.embedder import Embedder
+    from docdex.model.embedder import Embedder
 
 __all__ = ["Docs", "build_app", "load_snapshot", "serve"]
 

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
-from docdex.config import load_config
+from docdex.index_format.config import load_config
 from docdex.index_format.layout import DataDir, IndexFormatError
-from docdex.logs import configure_logging, is_configured
+from docdex.runtime.logs import configure_logging, is_configured
 
 from .documents import Docs
 from .model import load_embedder
@@ -25,7 +25,7 @@ from .snapshot import Snapshot
 from .versions import VersionHolder
 
 if TYPE_CHECKING:
-    from docdex.indexer.embedder import Embedder
+    from docdex.model.embedder import Embedder
 
 log = logging.getLogger("docdex.server")
 
@@ -57,7 +57,7 @@ def _process_start() -> float | None:
 
 
 def setup_logging() -> None:
-    """docdex.logs' configuration (text or JSON lines); the CLI has usually set it up."""
+    """docdex.runtime.logs' configuration (text or JSON lines); the CLI has usually set it up."""
     if not is_configured():
         configure_logging()
 

@@ -9,8 +9,9 @@ import msgspec
 
 from docdex.index_format.layout import DataDir
 
+from .errors import SearchError
 from .rerank import RerankerError
-from .search import Hit, SearchError, SearchResult, search
+from .search import Hit, SearchResult, search
 from .snapshot import Snapshot
 
 SNIPPET_CHARS = 240
@@ -27,7 +28,7 @@ def run_search_command(
 ) -> int:
     """Search the current version and print the hits; returns the exit code. Index errors
     (no data directory, no version, a refused version) propagate to the CLI's handler."""
-    from docdex.indexer.embedder import Embedder
+    from docdex.model.embedder import Embedder
 
     embedder = Embedder.load(for_queries=True)
     snapshot = Snapshot.load(data, embedder=embedder)

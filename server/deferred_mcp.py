@@ -1,14 +1,13 @@
 """/mcp, built after the server listens.
 
-Importing the MCP SDK costs about a second of CPU (it builds its protocol's pydantic models at
-import), more than loading the model and an index together. So `docdex serve` listens with
-/health and /api/search first and builds the SDK's app in a thread afterwards; an MCP request
-that arrives before it is ready waits for it rather than failing (adr/0008).
+Importing the MCP SDK costs more CPU than loading the model and an index together (it builds
+its protocol's pydantic models at import). So `docdex serve` listens with /health and
+/api/search first and builds the SDK's app in a thread afterwards; an MCP request that
+arrives before it is ready waits for it rather than failing (adr/0008).
 
 The build starts at the first /mcp request or a short grace after the server starts,
-whichever comes first: a request to /health or /api/search in that grace is answered
-without sharing the GIL with the import (cold starts, 6 interleaved each: first HTTP
-answer 1.05 → 0.86 s, first MCP answer unchanged, adr/0011).
+whichever comes first, so that a request to /health or /api/search in that grace does not
+share the GIL with the import (adr/0011).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from docdex.config import ConfigError, load_config
+from docdex.index_format.config import ConfigError, load_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.model import ServedPage
 
@@ -23,7 +23,7 @@ from .validation import check_doc_id, check_limit, check_source, parse_date, unk
 from .versions import VersionHolder
 
 if TYPE_CHECKING:
-    from docdex.indexer.embedder import Embedder
+    from docdex.model.embedder import Embedder
 
 log = logging.getLogger("docdex.server")
 

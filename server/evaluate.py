@@ -1,4 +1,4 @@
-"""Retrieval evaluation over a query file, scored as ../shared/eval/README.md defines.
+"""Retrieval evaluation over a query file, scored as docs/retrieval.md ("Scoring") defines.
 
 - literal: a hit counts when its text contains the literal, case-insensitively.
 - known-item: section level, a hit counts when its path matches a relevant (or alt) entry
@@ -282,6 +282,7 @@ def evaluate(
     k: int = 3,
     search_fn: SearchFn | None = None,
     reranker: str = "default",
+    fusion: str = "weighted",
 ) -> EvalReport:
     """Run every query of the file through `search_fn` (default: docdex search restricted to
     `source`, DEPTH results) and score the ranked lists."""
@@ -296,6 +297,7 @@ def evaluate(
                 num_results=max(k, DEPTH),
                 source=source,
                 reranker=reranker,
+                fusion=fusion,
             )
 
     queries = load_queries(queries_path)
@@ -359,13 +361,16 @@ def run_eval_command(
     as_json: bool,
     dump: str | None,
     reranker: str = "default",
+    fusion: str = "weighted",
 ) -> int:
     """`docdex eval`: print the table (or JSON), optionally dump per-query hits; exit code."""
     from docdex.index_format.layout import DataDir, IndexFormatError
-    from docdex.indexer.embedder import Embedder, ModelMissing
+    from docdex.model.embedder import Embedder
+    from docdex.model.files import ModelMissing
 
-    from .search import SearchError
+    from .errors import SearchError
     from .snapshot import Snapshot
+    from .validation import check_source
 
     if k < 1 or k > DEPTH:
         print(f"docdex eval: -k must be between 1 and {DEPTH}", file=sys.stderr)
@@ -377,11 +382,8 @@ def run_eval_command(
         print(f"docdex eval: {exc}", file=sys.stderr)
         return 2
     try:
-        if source and source not in snapshot.manifest.sources:
-            valid = ", ".join(snapshot.sources) or "(none)"
-            print(f"docdex eval: unknown source {source!r}; valid: {valid}", file=sys.stderr)
-            return 2
-        report = evaluate(snapshot, embedder, queries, source, k, reranker=reranker)
+        check_source(snapshot, source)
+        report = evaluate(snapshot, embedder, queries, source, k, reranker=reranker, fusion=fusion)
     except (OSError, ValueError, SearchError) as exc:
         print(f"docdex eval: {exc}", file=sys.stderr)
         return 2

@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from docdex.index_format import metrics
 from docdex.index_format.layout import DataDir
 
-from . import metrics
 from .rerank import resolve_reranker
 from .snapshot import Snapshot
 from .versions import NoVersion, VersionHolder, VersionStats
 
 if TYPE_CHECKING:
-    from docdex.indexer.embedder import Embedder
+    from docdex.model.embedder import Embedder
 
 
 def health_report(

@@ -1,10 +1,10 @@
 """Process-wide memory settings for `docdex serve`.
 
 glibc gives each thread that allocates its own malloc arena (up to 8 per core), and the
-server has many threads (the model's, uvicorn's pool, the MCP SDK's workers): their arenas
-hold freed memory apart. Capping them at two from inside the process measured 13 MB less
-RSS serving PowerShell-Docs (461 -> 448 MB, docs/benchmarks.md); MALLOC_ARENA_MAX=2 in the
-environment, which glibc reads before any allocation, saves 25 MB (docs/deploy.md).
+server has many threads (the model's, the worker threads that run searches and MCP tools,
+the version watcher's): their arenas hold freed memory apart. Capping them at two from inside
+the process lowers the server's RSS; MALLOC_ARENA_MAX=2 in the environment, which glibc reads
+before any allocation, lowers it further (docs/deploy.md; figures in adr/0008, "Threads").
 """
 
 from __future__ import annotations

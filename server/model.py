@@ -1,7 +1,7 @@
 """The serving model, loaded in a thread from the first moment of `docdex serve`.
 
 ONNX Runtime builds its session without holding the GIL, so the server's own imports and the
-opening of the index go on meanwhile: this takes about 0.4 s off the time to listen.
+opening of the index go on meanwhile and the server listens sooner (adr/0008, "Threads").
 """
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ import threading
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
-from docdex.config import ConfigError, load_config
+from docdex.index_format.config import ConfigError, load_config
 from docdex.index_format.layout import DataDir
 
 if TYPE_CHECKING:
-    from docdex.indexer.embedder import Embedder
+    from docdex.model.embedder import Embedder
 
 
 def load_embedder(data: DataDir) -> Embedder:
-    from docdex.indexer.embedder import Embedder
+    from docdex.model.embedder import Embedder
 
     try:
         threads = load_config(data).settings.threads

@@ -6,11 +6,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from docdex.config import ConfigError, load_config
+from docdex.index_format.config import ConfigError, load_config
 from docdex.index_format.layout import DataDir, IndexFormatError
-from docdex.indexer.queue import IndexRequest, file_request, pending_requests
+from docdex.index_format.queue import IndexRequest, file_request, pending_requests
 
-from .search import SearchError
+from .errors import SearchError
 from .versions import VersionHolder
 
 log = logging.getLogger("docdex.server")

@@ -2,7 +2,7 @@
 
 - `none`: keep the fused order.
 - `maxsim`: late interaction. IDF-weighted MaxSim of the query's MiniLM token vectors
-  against each candidate's token vectors, precomputed at index time (late_interaction.py);
+  against each candidate's token vectors, stored at index time (index_format/tokens.py);
   added to the fused score with weight `MAXSIM_WEIGHT`.
 - `cross-encoder`: any local ONNX cross-encoder directory (model.onnx + tokenizer.json;
   inputs input_ids, attention_mask[, token_type_ids]; output logits): its logit replaces
@@ -14,18 +14,17 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 
-from .late_interaction import QueryEncoding, TokenArrays, encode_query, skip_ids
+from docdex.index_format.tokens import TokenArrays
+from docdex.model.late_interaction import QueryEncoding, encode_query
 
-if TYPE_CHECKING:
-    from .search import Candidate
-    from .snapshot import Snapshot
+from .candidates import Candidate
+from .snapshot import Snapshot
 
-RERANKER_NAMES = ("default", "none", "maxsim", "cross-encoder")
-MAXSIM_WEIGHT = 2.0  # docs/retrieval.md: 1 -> 2 lifts msmarco nDCG@10 .783 -> .794
+MAXSIM_WEIGHT = 2.0  # chosen in docs/retrieval.md, "MaxSim weight" (adr/0004)
 
 
 class RerankerError(ValueError):
@@ -142,7 +141,7 @@ def token_idf(snapshot: Snapshot, embedder) -> np.ndarray:
         return cached
     with _idf_lock:
         if "token_idf" not in snapshot.cache:
-            snapshot.cache["token_idf"] = _compute_idf(snapshot, skip_ids(embedder._tokenizer))
+            snapshot.cache["token_idf"] = _compute_idf(snapshot, embedder.skip_mask)
         return snapshot.cache["token_idf"]
 
 

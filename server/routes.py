@@ -15,7 +15,8 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from .documents import Docs
-from .search import MAX_RESULTS, SearchError
+from .errors import SearchError
+from .search import MAX_RESULTS
 from .versions import NoVersion
 
 MCP_PATH = "/mcp"

@@ -1,4 +1,4 @@
-"""Hybrid search over one snapshot: BM25 (Tantivy) + dense (HNSW), fused, reranked.
+"""Hybrid search over one snapshot: BM25 (Tantivy) + dense (exact or HNSW), fused, reranked.
 
     BM25 top-100 ─┐
                   ├─ union ─ exact dense + lexical scores for every candidate ─ fusion
@@ -15,17 +15,19 @@ import math
 import re
 import time
 from dataclasses import dataclass
-from functools import lru_cache
 
 import msgspec
 import numpy as np
 import tantivy
 
-from docdex.index_format.text import IDENT_FIELD, identifier_terms, text_schema
+from docdex.index_format.text import IDENT_FIELD, analyze, identifier_terms, text_schema
+from docdex.model.late_interaction import encode_query
 
-from .late_interaction import encode_query
+from .candidates import Candidate
+from .errors import SearchError
 from .rerank import Reranker, resolve_reranker
 from .snapshot import LoadedSegment, Snapshot
+from .validation import check_source
 
 MAX_QUERY_CHARS = 2000
 MAX_RESULTS = 100
@@ -34,13 +36,9 @@ RRF_K = 60
 EXACT_DENSE_MAX_ROWS = 4096  # at or below this many allowed rows, dense search is exact numpy
 
 # BM25 field boosts (title = page title, headings = breadcrumb below it, body = clean text)
-# and the identifier field's boost; DESIGN.md: the identifier field mattered most.
+# and the identifier field's boost, the largest single gain on identifiers (adr/0004).
 FIELD_BOOSTS = {"title": 1.5, "headings": 2.0, "body": 1.0}
 IDENT_BOOST = 4.0
-
-
-class SearchError(ValueError):
-    """The request is not valid (unknown source, empty query, out-of-range argument)."""
 
 
 class Hit(msgspec.Struct):
@@ -73,39 +71,17 @@ class FusionWeights(msgspec.Struct, frozen=True):
     dense: float
 
 
-class SearchOptions(msgspec.Struct, frozen=True):
-    """Tunables of the ranking pipeline; the defaults are the measured choice."""
-
-    fusion: str = "weighted"  # "weighted" | "rrf"
-    prose: FusionWeights = FusionWeights(lexical=0.5, dense=1.0)
-    lexical_query: FusionWeights = FusionWeights(lexical=1.0, dense=0.5)
-    heading: float = 0.3  # weight of the query/section-heading overlap (weighted fusion)
-    literal: float = 0.5  # bonus when the chunk's raw text contains the query's identifiers
-    rerank_depth: int = 30
-    one_per_page: bool = False
-    # low_confidence: best cosine below this and no strong lexical match
-    weak_dense: float = 0.35
-    weak_lexical: float = 0.6
-
-
-DEFAULT_OPTIONS = SearchOptions()
-
-
-@dataclass
-class Candidate:
-    segment: int
-    index: int
-    bm25: float = 0.0
-    bm25_rank: int = 0  # 1-based; 0 = not in the BM25 list
-    dense: float = 0.0  # best window cosine (computed for every candidate)
-    dense_rank: int = 0
-    score: float = 0.0
-
-    @property
-    def match(self) -> str:
-        if self.bm25_rank and self.dense_rank:
-            return "both"
-        return "bm25" if self.bm25_rank else "dense"
+# The measured choice (docs/retrieval.md): weights of the weighted fusion for prose and for
+# lexical (identifier-like or short) queries, and what is added on top of it.
+PROSE_WEIGHTS = FusionWeights(lexical=0.5, dense=1.0)
+LEXICAL_WEIGHTS = FusionWeights(lexical=1.0, dense=0.5)
+HEADING_WEIGHT = 0.3  # weight of the query/section-heading overlap
+LITERAL_BONUS = 0.5  # when the chunk's raw text contains the query's identifiers
+RERANK_DEPTH = 30
+# low_confidence: best cosine below WEAK_DENSE and no lexical match as strong as WEAK_LEXICAL
+WEAK_DENSE = 0.35
+WEAK_LEXICAL = 0.6
+FUSIONS = ("weighted", "rrf")  # rrf: the baseline every change is measured against
 
 
 @dataclass(frozen=True)
@@ -129,29 +105,28 @@ def search(
     source: str = "",
     path_prefix: str = "",
     reranker: Reranker | str | None = "default",
-    one_per_page: bool | None = None,
-    options: SearchOptions = DEFAULT_OPTIONS,
+    one_per_page: bool = False,
+    fusion: str = "weighted",
 ) -> SearchResult:
     started = time.perf_counter()
     profile = validate(snapshot, query, num_results, source, path_prefix)
     reranker = resolve_reranker(reranker, snapshot)
     encoding = encode_query(embedder, profile.text, bool(reranker and reranker.needs_tokens))
     candidates = retrieve(snapshot, encoding.vector, profile, source, path_prefix)
-    fuse(snapshot, candidates, profile, options)
+    fuse(snapshot, candidates, profile, fusion)
     candidates.sort(key=lambda c: -c.score)
     if reranker is not None and candidates:
-        head = candidates[: options.rerank_depth]
+        head = candidates[:RERANK_DEPTH]
         reranker.rerank(snapshot, embedder, profile.text, head, encoding)
         candidates[: len(head)] = sorted(head, key=lambda c: -c.score)
-    dedup = options.one_per_page if one_per_page is None else one_per_page
-    if dedup:
+    if one_per_page:
         candidates = one_chunk_per_page(snapshot, candidates)
     top = candidates[:num_results]
     return SearchResult(
         results=[to_hit(snapshot, c) for c in top],
         index_version=snapshot.version,
         took_ms=round((time.perf_counter() - started) * 1000, 3),
-        low_confidence=is_low_confidence(snapshot, profile, candidates, options),
+        low_confidence=is_low_confidence(snapshot, profile, candidates),
     )
 
 
@@ -164,27 +139,13 @@ def validate(
         raise SearchError(f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
     if not isinstance(num_results, int) or not 1 <= num_results <= MAX_RESULTS:
         raise SearchError(f"num_results must be between 1 and {MAX_RESULTS}, got {num_results!r}")
-    if source and source not in snapshot.manifest.sources:
-        valid = ", ".join(snapshot.sources) or "(none indexed yet)"
-        raise SearchError(f"unknown source {source!r}; valid sources: {valid}")
+    check_source(snapshot, source)
     if not isinstance(path_prefix, str) or "\n" in path_prefix or len(path_prefix) > 1000:
         raise SearchError("path_prefix must be a single-line repository path prefix")
     return profile_query(query)
 
 
 # --- query analysis -------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=1)
-def _analyzer() -> tantivy.TextAnalyzer:
-    """The same analysis as Tantivy's `en_stem` tokenizer used by the text fields."""
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(40))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
-    )
 
 
 # Code-like tokens: letters and digits mixed, camelCase, snake_case, dotted/path-like, flags
@@ -198,7 +159,7 @@ _EDGE = "\"'`()[]{}<>,;!?*|“”‘’«»."
 
 
 def profile_query(text: str) -> QueryProfile:
-    terms = list(dict.fromkeys(_analyzer().analyze(text)))
+    terms = list(dict.fromkeys(analyze(text)))
     ident = identifier_terms(text)
     tokens = text.split()
     code = [t for t in tokens if _IDENTIFIER_SHAPE.search(t)]
@@ -361,19 +322,21 @@ def chunk_cosine(seg: LoadedSegment, index: int, qvec: np.ndarray) -> float:
 
 
 def fuse(
-    snapshot: Snapshot, candidates: list[Candidate], profile: QueryProfile, options: SearchOptions
+    snapshot: Snapshot, candidates: list[Candidate], profile: QueryProfile, fusion: str
 ) -> None:
-    if options.fusion == "rrf":
+    if fusion not in FUSIONS:
+        raise SearchError(f"unknown fusion {fusion!r}; choose one of: {', '.join(FUSIONS)}")
+    if fusion == "rrf":
         rrf(candidates)
         return
-    weighted(candidates, options.lexical_query if profile.lexical else options.prose)
-    if options.heading and profile.terms and not profile.identifier:
+    weighted(candidates, LEXICAL_WEIGHTS if profile.lexical else PROSE_WEIGHTS)
+    if profile.terms and not profile.identifier:
         for c in candidates:
-            c.score += options.heading * heading_overlap(snapshot, c, profile)
-    if options.literal and profile.literals:
+            c.score += HEADING_WEIGHT * heading_overlap(snapshot, c, profile)
+    if profile.literals:
         for c in candidates:
             if contains_literals(snapshot, c, profile.literals):
-                c.score += options.literal
+                c.score += LITERAL_BONUS
 
 
 def rrf(candidates: list[Candidate], k: int = RRF_K) -> None:
@@ -418,7 +381,7 @@ def section_terms(snapshot: Snapshot, segment: int, index: int) -> list[str]:
     terms = cache.get(key)
     if terms is None:
         headings = snapshot.segments[segment].chunks[index].headings
-        terms = cache[key] = _analyzer().analyze(headings[-1]) if headings else []
+        terms = cache[key] = analyze(headings[-1]) if headings else []
     return terms
 
 
@@ -436,16 +399,14 @@ def one_chunk_per_page(snapshot: Snapshot, candidates: list[Candidate]) -> list[
     return out
 
 
-def is_low_confidence(
-    snapshot: Snapshot, profile: QueryProfile, ranked: list[Candidate], options: SearchOptions
-) -> bool:
+def is_low_confidence(snapshot: Snapshot, profile: QueryProfile, ranked: list[Candidate]) -> bool:
     """Weak evidence: the best hit is neither semantically close nor a good lexical match."""
     if not ranked:
         return True
     best_dense = max(c.dense for c in ranked[:10])
-    if best_dense >= options.weak_dense:
+    if best_dense >= WEAK_DENSE:
         return False
-    return lexical_coverage(snapshot, profile, ranked[0]) < options.weak_lexical
+    return lexical_coverage(snapshot, profile, ranked[0]) < WEAK_LEXICAL
 
 
 def lexical_coverage(snapshot: Snapshot, profile: QueryProfile, cand: Candidate) -> float:
@@ -460,7 +421,7 @@ def lexical_coverage(snapshot: Snapshot, profile: QueryProfile, cand: Candidate)
             return 1.0
     if not profile.terms:
         return 0.0
-    present = set(_analyzer().analyze(" ".join([*chunk.headings, chunk.text])))
+    present = set(analyze(" ".join([*chunk.headings, chunk.text])))
     searcher = snapshot.searcher
     total = searcher.num_docs or 1
     weight = hit = 0.0

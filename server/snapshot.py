@@ -2,8 +2,10 @@
 
 A `Snapshot` follows one manifest and never changes afterwards; a new version is a new
 snapshot (the server swaps its reference and closes the old one when no search holds it).
-Vectors, token vectors and chunk records stay memory-mapped (a record is decoded when a search
-touches it); page tables and the HNSW graphs are read into memory.
+Page tables are decoded into memory; chunk records are read with `pread` and decoded when a
+search touches them (only their offsets are kept); a small segment's vectors are read once
+into a float32 copy for exact search, a large one's HNSW graph is loaded at its first
+search; token vectors are memory-mapped (docs/architecture.md, "Serving").
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import numpy as np
 import tantivy
 
 from docdex.index_format.layout import DataDir, IndexFormatError
-from docdex.index_format.model import FORMAT_MAJOR, ChunkRecord, Manifest, ServedPage
+from docdex.index_format.model import ChunkRecord, Manifest, ServedPage
 from docdex.index_format.store import (
     HNSW_FILE,
     Segment,
@@ -31,12 +33,11 @@ from docdex.index_format.store import (
     load_pages,
     load_segment,
 )
-
-from .late_interaction import TokenArrays, load_token_vectors
+from docdex.index_format.tokens import TokenArrays, load_token_vectors
 
 # HNSW search breadth, set once at load (set_ef is index-wide, so not per query). Searches
-# ask for k = 200 windows; measured against exact numpy on rustc-dev-guide
-# (docs/retrieval.md): ef = k + 100 gives recall .99 at about 1.4 ms.
+# ask for k = 200 windows; ef = k + 100 is the breadth chosen against exact search in
+# docs/retrieval.md, "HNSW breadth".
 HNSW_EF = 300
 
 
@@ -166,10 +167,10 @@ class Snapshot:
 
 @cache
 def limit_blas_threads() -> bool:
-    """One OpenBLAS thread for this process. Multi-threaded OpenBLAS beside onnxruntime (and
-    other processes) turns a 0.2 ms matrix-vector product into 8-16 ms on 2 cores
-    (DESIGN.md fact 6). numpy's OpenBLAS reads OPENBLAS_NUM_THREADS only at import, so the
-    library's setter is called directly. Returns whether it was found."""
+    """One OpenBLAS thread for this process: multi-threaded OpenBLAS beside onnxruntime makes
+    a search's small products many times slower (adr/0008, "Threads"). numpy's OpenBLAS
+    reads OPENBLAS_NUM_THREADS only at import, so the library's setter is called directly.
+    Returns whether it was found."""
     libdir = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
     names = (
         "scipy_openblas_set_num_threads64_",
@@ -190,11 +191,7 @@ def limit_blas_threads() -> bool:
 
 
 def _check_compatible(manifest: Manifest, embedder) -> None:
-    if manifest.format_major != FORMAT_MAJOR:
-        raise IndexFormatError(
-            f"version {manifest.version} has index format {manifest.format_major}; "
-            f"this docdex reads format {FORMAT_MAJOR}.x"
-        )
+    """Refuse vectors another model made (load_manifest has refused other formats)."""
     if embedder is None:
         return
     ours, theirs = embedder.info, manifest.embedder

@@ -15,10 +15,11 @@ import msgspec
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import Field, create_model
 
 from .documents import Docs
-from .search import MAX_RESULTS, SearchError
+from .errors import SearchError
+from .search import MAX_RESULTS, Hit, SearchResult
 from .validation import MAX_LIMIT
 from .versions import NoVersion
 
@@ -32,29 +33,20 @@ INSTRUCTIONS = (
 )
 
 
-class HitModel(BaseModel):
-    doc_id: str
-    chunk_id: str
-    source: str
-    path: str
-    title: str
-    headings: list[str]
-    heading: str
-    text: str
-    score: float
-    start_line: int
-    end_line: int
-    commit: str
-    match: str
+def _pydantic_model(struct: type[msgspec.Struct], name: str, doc: str | None = None, **types):
+    """A pydantic model with the fields of a msgspec Struct, for the SDK's output schemas:
+    the schema follows the Struct the answer is encoded from, so the two cannot drift."""
+    fields = {f.name: (types.get(f.name, f.type), ...) for f in msgspec.structs.fields(struct)}
+    return create_model(name, __doc__=doc, **fields)
 
 
-class SearchOutput(BaseModel):
-    """search_docs' structured content (the same JSON as GET /api/search)."""
-
-    results: list[HitModel]
-    index_version: int
-    took_ms: float
-    low_confidence: bool
+HitModel = _pydantic_model(Hit, "HitModel")
+SearchOutput = _pydantic_model(
+    SearchResult,
+    "SearchOutput",
+    "search_docs' structured content (the same JSON as GET /api/search).",
+    results=list[HitModel],
+)
 
 
 SEARCH_DESCRIPTION = (

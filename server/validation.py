@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from docdex.config import SOURCE_NAME
+from docdex.index_format.config import SOURCE_NAME
 
-from .search import SearchError
+from .errors import SearchError
 from .snapshot import Snapshot
 
 MAX_LIMIT = 100

@@ -16,13 +16,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import Protocol
 
 import msgspec
 
 from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.index_format.store import current_version
+from docdex.index_format.times import iso_utc
 
 log = logging.getLogger("docdex.server")
 
@@ -72,7 +72,7 @@ class _Entry:
         self.snapshot = snapshot
         self.leases = 0
         self.retired = False
-        self.since = _now()
+        self.since = iso_utc()
         self.load_ms = load_ms
 
 
@@ -191,7 +191,7 @@ class VersionHolder:
         permanent = isinstance(exc, IndexFormatError)  # versions are immutable: no retry
         self._retry_at[version] = float("inf") if permanent else time.monotonic() + RETRY_AFTER_S
         error = str(exc) if permanent else f"{type(exc).__name__}: {exc}"
-        self._refused = Refusal(version=version, error=error, at=_now())
+        self._refused = Refusal(version=version, error=error, at=iso_utc())
         serving = self.serving
         keep = f"still serving version {serving}" if serving else "nothing to serve"
         log.error("refused version %d: %s; %s", version, error, keep)
@@ -255,7 +255,3 @@ class VersionHolder:
                     self._held_old.append(entry)  # the last search closes it
         if entry is not None and not entry.leases:
             self._close(entry, "server stopped")
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from docdex.indexer.embedder import Embedder
+from docdex.model.embedder import Embedder
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 

@@ -11,7 +11,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docdex.config import Config, Settings, SourceConfig, save_config
+from docdex.index_format.config import Config, Settings, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
 from docdex.indexer.pipeline import index_sources
 

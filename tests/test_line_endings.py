@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from dulwich.repo import Repo
 
-from docdex.config import Config, SourceConfig, save_config
+from docdex.index_format.config import Config, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current, load_pages
 from docdex.indexer.pipeline import index_sources

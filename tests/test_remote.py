@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from docdex.cli import main
-from docdex.config import Config, SourceConfig, save_config
+from docdex.index_format.config import Config, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
+from docdex.index_format.queue import pending_requests
 from docdex.index_format.store import list_versions, load_current
-from docdex.indexer import embedder as embedder_module
 from docdex.indexer.pipeline import index_sources
 from docdex.indexer.poller import due_sources, poll_once, read_stamps
-from docdex.indexer.queue import pending_requests
 from docdex.indexer.remote import fetch_mirror
+from docdex.model import embedder as embedder_module
 from docdex.server.boot import load_snapshot
 from docdex.server.documents import Docs
 from docdex.server.search import search
@@ -190,10 +190,10 @@ def test_unreachable_remote_is_reported_and_old_pages_keep_serving(
 
 
 def test_fetch_errors_never_show_credentials(tmp_path):
-    from docdex.indexer.gitsource import GitSourceError
+    from docdex.index_format.config import SourceError
 
     url = f"http://reader:hunter2@127.0.0.1:{free_port()}/docs.git"
-    with pytest.raises(GitSourceError) as caught:
+    with pytest.raises(SourceError) as caught:
         fetch_mirror(url, tmp_path / "mirror.git")
     assert "hunter2" not in str(caught.value) and "***@127.0.0.1" in str(caught.value)
 

@@ -10,19 +10,21 @@ import msgspec
 import numpy as np
 import pytest
 
-from docdex.config import Config, Settings, SourceConfig
+from docdex.index_format import tokens as li
+from docdex.index_format.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.index_format.model import ChunkRecord, EmbedderInfo
 from docdex.indexer.pipeline import index_sources
-from docdex.server import late_interaction as li
+from docdex.model.late_interaction import embed_with_tokens
 from docdex.server import search as search_mod
+from docdex.server.errors import SearchError
 from docdex.server.rerank import (
     CrossEncoderReranker,
     MaxSimReranker,
     RerankerError,
     resolve_reranker,
 )
-from docdex.server.search import SearchError, SearchOptions, search
+from docdex.server.search import search
 from docdex.server.snapshot import Snapshot
 
 from fixtures import pushed_workspace
@@ -111,6 +113,19 @@ HOSTILE = [
 ]
 
 
+def token_arrays_of(embedder, texts: list[str], token_dim: int = li.TOKEN_DIM) -> li.TokenArrays:
+    """Packed token arrays of a segment whose chunks embed `texts`, in order."""
+    _, _, per_text = embed_with_tokens(embedder, texts)
+    return packed(per_text, embedder.info.dim, token_dim)
+
+
+def packed(per_text, dim: int, token_dim: int) -> li.TokenArrays:
+    packer = li.TokenPacker(dim, token_dim)
+    for vectors, ids in per_text:
+        packer.add(vectors, ids)
+    return packer.finish()
+
+
 def add_token_vectors(data: DataDir, embedder) -> None:
     """The reranker's token arrays for every segment (the indexer will write these; here the
     chunk's breadcrumb and raw text stand in for its embedded input)."""
@@ -121,7 +136,7 @@ def add_token_vectors(data: DataDir, embedder) -> None:
 
         segment = load_segment(data, seg_dir.name, embedder.info.dim)
         inputs = [" › ".join(c.headings) + "\n" + c.text for c in segment.chunks]
-        arrays = li.token_vector_arrays(embedder, inputs)
+        arrays = token_arrays_of(embedder, inputs)
         li.write_token_arrays(seg_dir, arrays)
 
 
@@ -357,7 +372,7 @@ def test_low_confidence_flags_off_topic_queries_only(snap, embedder):
 
 def test_rrf_and_weighted_fusion_both_rank(snap, embedder):
     for fusion in ("rrf", "weighted"):
-        result = search(snap, embedder, "max_connections", options=SearchOptions(fusion=fusion))
+        result = search(snap, embedder, "max_connections", fusion=fusion)
         assert "max_connections" in result.results[0].text
 
 
@@ -388,7 +403,7 @@ def test_maxsim_reranker_moves_scores(snap, embedder):
 
 def test_token_arrays_round_trip(tmp_path, embedder):
     texts_in = ["Widget installs on Windows.", "Set max_connections in widget.toml. " * 30]
-    arrays = li.token_vector_arrays(embedder, texts_in, token_dim=64)
+    arrays = token_arrays_of(embedder, texts_in, token_dim=64)
     assert arrays.vectors.dtype == np.int8 and arrays.vectors.shape[1] == 64
     assert arrays.offsets.tolist()[0] == 0 and arrays.offsets[-1] == len(arrays.ids)
     li.write_token_arrays(tmp_path, arrays)
@@ -396,7 +411,7 @@ def test_token_arrays_round_trip(tmp_path, embedder):
     assert loaded is not None and loaded.offsets.tolist() == arrays.offsets.tolist()
     assert li.load_token_vectors(tmp_path, chunks=3) is None  # does not fit: ignored
     # the compressed vectors keep the query-token similarities MaxSim uses
-    _, _, per = li.embed_with_tokens(embedder, texts_in)
+    _, _, per = embed_with_tokens(embedder, texts_in)
     full = per[0][0]
     approx = loaded.dequantised(0) @ loaded.projection.T
     assert np.abs((full @ full.T) - (approx @ full.T)).max() < 0.15
@@ -405,11 +420,11 @@ def test_token_arrays_round_trip(tmp_path, embedder):
 
 
 def test_token_packer_fits_its_basis_on_a_prefix(embedder):
-    _, _, per = li.embed_with_tokens(
+    _, _, per = embed_with_tokens(
         embedder, [f"chunk {i}: widget setting number {i}" for i in range(6)]
     )
     assert per[0][0].dtype == np.float16  # kept compact until packed
-    whole = li.token_arrays(per, embedder.info.dim, token_dim=16)
+    whole = packed(per, embedder.info.dim, token_dim=16)
     packer = li.TokenPacker(embedder.info.dim, token_dim=16, fit_tokens=len(per[0][1]))
     for vectors, ids in per:
         packer.add(vectors, ids)
@@ -479,11 +494,11 @@ def tiny_cross_encoder_onnx() -> bytes:
 
 @pytest.fixture(scope="module")
 def cross_encoder_dir(tmp_path_factory, embedder) -> Path:
-    from docdex.indexer.embedder import TOKENIZER_FILE, TOKENIZER_PKG, _model_file
+    from docdex.model.files import TOKENIZER_FILE, TOKENIZER_PKG, model_file
 
     path = tmp_path_factory.mktemp("cross-encoder")
     (path / "model.onnx").write_bytes(tiny_cross_encoder_onnx())
-    tokenizer = _model_file(TOKENIZER_PKG, TOKENIZER_FILE, "")
+    tokenizer = model_file(TOKENIZER_PKG, TOKENIZER_FILE, "")
     (path / "tokenizer.json").write_bytes(tokenizer.read_bytes())
     return path
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from docdex.index_format import metrics
 from docdex.index_format.layout import DataDir
-from docdex.indexer.queue import pending_requests
-from docdex.server import metrics
+from docdex.index_format.queue import pending_requests
 from docdex.serverproc import ServeProcess, call_tool, call_tools, free_port
 
 from fixtures import FAQ_E1234, INSTALL, build_workspace, http, index_workspace, wait_for

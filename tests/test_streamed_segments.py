@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from test_pipeline import assert_consistent, assert_tiers_within, live_state, make_config, run
 
-from docdex.config import SourceConfig
+from docdex.index_format.config import SourceConfig
 from docdex.index_format.layout import DataDir
 from docdex.index_format.model import SegmentRef
 from docdex.index_format.store import (
@@ -308,7 +308,7 @@ def test_a_crash_between_segments_keeps_the_last_good_version(tmp_path, ws, embe
 
 
 def test_a_source_failing_half_way_publishes_nothing(tmp_path, ws, embedder, monkeypatch):
-    from docdex.indexer import gitsource
+    from docdex.indexer.git import blobs
 
     data = DataDir(tmp_path / "data")
     config = make_config(ws, segment_chunks=BOUND)
@@ -316,7 +316,7 @@ def test_a_source_failing_half_way_publishes_nothing(tmp_path, ws, embedder, mon
     for n in range(3):
         ws.write(f"guide/{n}-{TOPICS[n]}.md", page(n, TOPICS[n]) + f"\nEdited {n}.\n")
     ws.commit_and_push()
-    real_read = gitsource.read_markdown
+    real_read = blobs.read_markdown
     reads = []
 
     def fail_on_third(*args, **kwargs):
@@ -325,7 +325,7 @@ def test_a_source_failing_half_way_publishes_nothing(tmp_path, ws, embedder, mon
             raise OSError("injected: the object store went away")
         return real_read(*args, **kwargs)
 
-    monkeypatch.setattr(gitsource, "read_markdown", fail_on_third)
+    monkeypatch.setattr(blobs, "read_markdown", fail_on_third)
     with pytest.raises(OSError, match="injected"):
         run(data, config, embedder)
     monkeypatch.undo()

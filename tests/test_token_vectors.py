@@ -14,7 +14,7 @@ from test_pipeline import (
 
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current, load_pages
-from docdex.server.late_interaction import (
+from docdex.index_format.tokens import (
     TOKEN_FILES,
     chunk_tokens,
     load_token_vectors,

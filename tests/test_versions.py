@@ -14,7 +14,7 @@ import msgspec
 import pytest
 from mcp import Client
 
-from docdex.config import Config, Settings, SourceConfig
+from docdex.index_format.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_manifest, point_current, write_manifest
 from docdex.indexer.pipeline import index_sources

@@ -14,7 +14,7 @@ import threading
 import pytest
 import watchfiles
 
-from docdex.config import Config, SourceConfig, load_config, save_config
+from docdex.index_format.config import Config, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current, load_pages
 from docdex.indexer import watch

@@ -7,28 +7,36 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
-from docdex.index_format.layout import DataDir, write_atomic
-from docdex.index_format.model import ChunkerSettings
+from .layout import DataDir, write_atomic
+from .model import BUDGET_CHARS, WINDOW_OVERLAP, WINDOW_TOKENS, ChunkerSettings
 
 DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown"]
 SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+SourceKind = Literal["bare", "checkout", "remote"]
 
 
 class ConfigError(Exception):
     """The configuration, or a change asked of it, is not valid."""
 
 
+class SourceError(Exception):
+    """A source cannot be read: its location is no repository, a branch name is not valid, a
+    commit is missing, a fetch failed..."""
+
+
 class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     keep_versions: int = 3
-    budget_chars: int = 1500
+    budget_chars: int = BUDGET_CHARS
     section_levels: int = 3
     min_alnum: int = 25
-    window_tokens: int = 250
-    window_overlap: int = 40
+    window_tokens: int = WINDOW_TOKENS
+    window_overlap: int = WINDOW_OVERLAP
     max_file_bytes: int = 2_000_000
     max_segments: int = 4  # more small segments than this in one size tier are merged
     # a run writes its new chunks as a segment whenever this many are pending (bounds its
@@ -109,6 +117,40 @@ def validate_source_name(name: str) -> str:
             "starting with a letter or digit"
         )
     return name
+
+
+# --- source locations ----------------------------------------------------------------------
+
+_URL_SCHEMES = ("https", "http", "ssh", "git", "file")
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+# git's rule for scp-like addresses: a colon with no slash before it, e.g. git@host:org/x.git
+_SCP_LIKE = re.compile(r"^(?:[^@/:\s]+@)?[^@/:\s]+:")
+
+
+def source_kind(location: str) -> SourceKind:
+    if not location.strip():
+        raise SourceError("the source's location is empty; give a path or a URL")
+    url = _URL.match(location)
+    if url:
+        if url.group(1).lower() not in _URL_SCHEMES:
+            raise SourceError(
+                f"{location!r} uses an unsupported URL scheme {url.group(1)!r}; "
+                f"use one of {', '.join(_URL_SCHEMES)} or user@host:path"
+            )
+        return "remote"
+    path = Path(location).expanduser()
+    if _SCP_LIKE.match(location) and not path.exists():
+        return "remote"
+    if not path.is_dir():
+        raise SourceError(f"{location!r} is not a git repository (no such directory)")
+    if (path / ".git").exists():  # a directory, or a file in worktrees and submodules
+        return "checkout"
+    if (path / "HEAD").is_file() and (path / "objects").is_dir() and (path / "refs").is_dir():
+        return "bare"
+    raise SourceError(
+        f"{location!r} is not a git repository (neither a work tree with .git nor a bare "
+        "repository with HEAD, objects/ and refs/)"
+    )
 
 
 def to_toml(config: Config) -> str:

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import msgspec
 
-from docdex.index_format.layout import DataDir, write_atomic
+from .layout import DataDir, write_atomic
 
 LAST_INGESTION_FILE = "last_ingestion.json"
 LAST_FAILURE_FILE = "last_failure.json"

@@ -1,8 +1,8 @@
 """The query-side graph: the same model with its int8 weights kept int8 in memory.
 
 The package's model stores each weight as int8 plus a float32 scale (`Cast` then `Mul`).
-onnxruntime's optimiser folds those back into float32 tensors: 90 MB of weights, about 135 MB
-of a server's memory. This rewrite keeps them int8 (adr/0009):
+onnxruntime's optimiser folds those back into float32 tensors, four times their size in a
+server's memory. This rewrite keeps them int8 (adr/0009):
 
 - an embedding table feeding a `Gather` gathers int8 rows and their scales, and only the
   rows of the query's tokens become float32 (the same products as before: bit-identical);
@@ -10,11 +10,10 @@ of a server's memory. This rewrite keeps them int8 (adr/0009):
   weight's per-column scale in every block; `accuracy_level` 4 lets onnxruntime quantise the
   activations per block of BLOCK_SIZE values and multiply in int8.
 
-Only the queries' side runs this graph: one short window per query, where it is as fast as
-the float32 graph and agrees with it at cosine 0.9997 on average (docs/retrieval.md has the
-evaluation). Passages are embedded by the float32 graph, which is faster for full batches.
-`onnx` is imported only here, once per machine, in a child process: the result is cached
-(indexer/embedder.py), and `python -m docdex.indexer.int8graph MODEL CACHE_FILE` writes it.
+Only the queries' side runs this graph; passages are embedded by the float32 graph (adr/0009
+has the measurements). `onnx` is imported only here, once per machine, in a child process:
+the result is cached (sessions.py), and `python -m docdex.model.int8graph MODEL CACHE_FILE`
+writes it.
 """
 
 from __future__ import annotations
@@ -29,8 +28,8 @@ if TYPE_CHECKING:
     from onnx import NodeProto
 
 REWRITE_VERSION = 1  # part of the cache key: bump when the rewrite's output changes
-BLOCK_SIZE = 32  # activations are quantised per block; 32 measured closest to float32
-ACCURACY_LEVEL = 4  # int8 products (levels 0-1 dequantise every weight on every call: 5x slower)
+BLOCK_SIZE = 32  # activations are quantised per block of this many (adr/0009)
+ACCURACY_LEVEL = 4  # int8 products; levels 0-1 dequantise every weight on every call (adr/0009)
 ZERO_POINT = 128  # MatMulNBits' default zero point for 8 bits
 
 
@@ -154,10 +153,10 @@ def _assembled(graph: _Graph) -> bytes:
 
 def _main(argv: list[str]) -> int:
     """Write the optimised int8 graph of the model at argv[0] to the cache file argv[1]."""
-    from .embedder import _cached_session
+    from .sessions import cached_session
 
     model, cached = Path(argv[0]), Path(argv[1])
-    _cached_session(1, cached, lambda: int8_query_graph(model))
+    cached_session(1, cached, lambda: int8_query_graph(model))
     return 0
 
 

@@ -1,8 +1,9 @@
-"""The indexing queue: requests are files under state/queue/, one per request.
+"""The indexing queue: requests are files under state/queue/, one per request (FORMAT.md).
 
-Anyone may file a request (the post-receive hook, the server's `reindex` tool, the watch
-daemon); only the worker removes one, and only after the version that satisfies it is
-published, so a crash never loses a request.
+Two writers file requests: `file_request` here (the server's `reindex` tool, the poller) and
+the post-receive hook, in sh, which writes the same JSON (hooks/post-receive.sh). Only the
+worker removes one, and only after the version that satisfies it is published, so a crash
+never loses a request.
 """
 
 from __future__ import annotations
@@ -11,18 +12,18 @@ import contextlib
 import os
 import secrets
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
 
-from docdex.index_format.layout import DataDir, write_atomic
+from .layout import DataDir, write_atomic
+from .times import iso_utc
 
 
 class IndexRequest(msgspec.Struct, frozen=True):
     id: str
     source: str  # "" = every source
-    origin: str  # "hook", "reindex", "watch", "poll", "cli"
+    origin: str  # "hook", "reindex", "poll" (or "cli", "watch")
     requested_at: str
     ref: str = ""  # the pushed ref, for hooks
     commit: str = ""  # the pushed commit, for hooks
@@ -45,7 +46,7 @@ def file_request(
         id=request_id,
         source=source,
         origin=origin,
-        requested_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        requested_at=iso_utc(),
         ref=ref,
         commit=commit,
     )

@@ -1,4 +1,4 @@
-"""Late-interaction token vectors: made at index time, read by the MaxSim reranker.
+"""Late-interaction token vectors on disk: packed by the indexer, read by the MaxSim reranker.
 
 Per dense segment, beside vectors.npy (all optional; a segment without them is simply not
 reranked by MaxSim):
@@ -9,11 +9,11 @@ reranked by MaxSim):
     tokoffsets.npy int64   (chunks + 1,) chunk i owns rows tokoffsets[i] .. tokoffsets[i+1]-1
     tokproj.npy    float32 (dim, D)      orthonormal columns: row = token_vector @ tokproj
 
-Rows are the contextual MiniLM output of every content token of a chunk's embedded input
-(the 384-d last hidden state, L2-normalised), in text order; tokens repeated in a window's
-overlap are stored once, special and punctuation-only tokens are not stored. The projection
+Rows are the token vectors the model gives for a chunk's embedded input (docdex.model.
+late_interaction: content tokens only, in text order, overlaps stored once). The projection
 is a PCA basis fitted on the segment's own token vectors (D = min(TOKEN_DIM, T)), so each
-segment carries its own; moving rows to another segment re-projects them (`reproject`).
+segment carries its own; a chunk moved to another segment has its rows re-projected
+(`chunk_tokens`, then a packer of the new segment).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ TOKOFFSETS_FILE = "tokoffsets.npy"
 TOKPROJ_FILE = "tokproj.npy"
 TOKEN_FILES = (TOKVECS_FILE, TOKSCALE_FILE, TOKIDS_FILE, TOKOFFSETS_FILE, TOKPROJ_FILE)
 
-FIT_TOKENS = 100_000  # tokens the PCA basis is fitted on (77 MB of float16 at most)
-TOKEN_DIM = 64  # projected dimension (docs/retrieval.md: 384 -> 64 costs < 1.5 points)
+FIT_TOKENS = 100_000  # tokens the PCA basis is fitted on, held as float16 until then
+TOKEN_DIM = 64  # projected dimension (adr/0006; docs/retrieval.md, "Token vector size")
 
 
 @dataclass
@@ -54,85 +54,7 @@ class TokenArrays:
         return vecs * np.asarray(self.scales[rows], dtype=np.float32)[:, None]
 
 
-# Kept for callers that think of the reading side by this name.
-TokenVectors = TokenArrays
-
-
-# --- writing (the indexer calls these) ------------------------------------------------------
-
-
-def skip_ids(tokenizer) -> np.ndarray:
-    """Bool mask over the vocabulary: special and punctuation-only WordPieces."""
-    vocab = tokenizer.get_vocab()
-    mask = np.zeros(max(vocab.values()) + 1, dtype=bool)
-    for piece, i in vocab.items():
-        bare = piece.removeprefix("##")
-        if (piece.startswith("[") and piece.endswith("]")) or not any(c.isalnum() for c in bare):
-            mask[i] = True
-    return mask
-
-
-def embed_with_tokens(
-    embedder, texts: list[str], progress=None
-) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-    """One forward pass for both products: window vectors exactly as `embed_texts` makes
-    them (vectors, owner), and per text its (token vectors float32 (n, dim), ids uint16)."""
-    windows, owner = embedder.token_windows(texts)
-    dim = embedder.info.dim
-    vectors = np.empty((len(windows), dim), dtype=np.float32)
-    rows: list[np.ndarray | None] = [None] * len(windows)
-    if windows:
-        lengths = np.fromiter((len(w) for w in windows), dtype=np.int64, count=len(windows))
-        for group in _length_batches(lengths, embedder.token_budget, embedder.max_batch):
-            hidden, mask = embedder._hidden([windows[k] for k in group])
-            m = mask[:, :, None].astype(np.float32)
-            pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1.0)
-            vectors[group] = _unit(pooled)
-            for j, k in enumerate(group):
-                rows[k] = hidden[j, 1 : len(windows[k]) - 1]
-            if progress is not None:
-                progress(len(group))
-    skip = skip_ids(embedder._tokenizer)
-    per_text = _tokens_per_text(windows, owner, rows, len(texts), embedder.info.window_overlap)
-    return vectors, owner, [_drop_skipped(v, i, skip) for v, i in per_text]
-
-
-def _length_batches(lengths: np.ndarray, budget: int, max_batch: int) -> list[np.ndarray]:
-    """Window indexes sorted by length, grouped so batch size * longest <= budget."""
-    order = np.argsort(lengths, kind="stable")
-    groups, start = [], 0
-    for end in range(1, len(order) + 1):
-        size = end - start
-        if end == len(order) or size >= max_batch or (size + 1) * lengths[order[end]] > budget:
-            groups.append(order[start:end])
-            start = end
-    return groups
-
-
-def _tokens_per_text(windows, owner, rows, n_texts: int, overlap: int):
-    parts: list[list[tuple[np.ndarray, list[int]]]] = [[] for _ in range(n_texts)]
-    for k, window in enumerate(windows):
-        text = int(owner[k])
-        ids = window[1:-1]
-        cut = overlap if parts[text] else 0  # the overlap was stored with the previous window
-        parts[text].append((rows[k][cut:], ids[cut:]))
-    out = []
-    for chunks in parts:
-        if not chunks:
-            out.append((np.zeros((0, 0), np.float32), np.zeros(0, np.uint16)))
-            continue
-        vecs = np.concatenate([c[0] for c in chunks])
-        ids = np.asarray([i for c in chunks for i in c[1]], dtype=np.uint16)
-        out.append((vecs, ids))
-    return out
-
-
-def _drop_skipped(vecs: np.ndarray, ids: np.ndarray, skip: np.ndarray):
-    """Keep content tokens, as float16 unit rows (half the memory until they are packed)."""
-    if not len(ids):
-        return vecs.astype(np.float16), ids
-    keep = ~skip[np.minimum(ids, len(skip) - 1)]
-    return _unit(vecs[keep]).astype(np.float16), ids[keep]
+# --- writing ---------------------------------------------------------------------------------
 
 
 class TokenPacker:
@@ -193,27 +115,6 @@ class TokenPacker:
         return TokenArrays(vectors, scales, ids, offsets, self.projection)
 
 
-def token_arrays(
-    per_chunk: list[tuple[np.ndarray, np.ndarray]], dim: int, token_dim: int = TOKEN_DIM
-) -> TokenArrays:
-    """Project (PCA basis fitted here), quantise and pack per-chunk token vectors."""
-    packer = TokenPacker(dim, token_dim)
-    for vectors, ids in per_chunk:
-        packer.add(vectors, ids)
-    return packer.finish()
-
-
-def token_vector_arrays(
-    embedder, embed_inputs: list[str], token_dim: int = TOKEN_DIM
-) -> TokenArrays:
-    """Token arrays for a segment whose chunks have these embedded inputs, in order.
-
-    Prefer `embed_with_tokens` when the window vectors are computed too: same forward pass.
-    """
-    _, _, per_chunk = embed_with_tokens(embedder, embed_inputs)
-    return token_arrays(per_chunk, embedder.info.dim, token_dim)
-
-
 def pca_basis(x: np.ndarray, token_dim: int, dim: int) -> np.ndarray:
     """(dim, D) orthonormal basis of the top principal directions (uncentred: dot products
     are what MaxSim needs, so the mean direction is kept)."""
@@ -231,11 +132,6 @@ def quantise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     scale = np.maximum(peak, 1e-8) / 127.0
     q = np.rint(x / scale[:, None]).clip(-127, 127).astype(np.int8)
     return q, scale.astype(np.float16)
-
-
-def reproject(arrays: TokenArrays, index: int, projection: np.ndarray) -> np.ndarray:
-    """Chunk `index`'s token vectors in another segment's projection (float32, unquantised)."""
-    return arrays.dequantised(index) @ arrays.projection.T @ projection
 
 
 def chunk_tokens(arrays: TokenArrays, index: int) -> tuple[np.ndarray, np.ndarray]:
@@ -289,35 +185,3 @@ def load_token_vectors(segment_dir: Path, chunks: int | None = None) -> TokenArr
     if arrays.vectors.ndim != 2 or arrays.projection.shape[1:] != arrays.vectors.shape[1:]:
         return None
     return arrays
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(x, axis=-1, keepdims=True)
-    return (x / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
-
-
-# --- the query side -------------------------------------------------------------------------
-
-
-@dataclass
-class QueryEncoding:
-    """The query's pooled vector and, from the same forward pass, its token vectors."""
-
-    vector: np.ndarray  # (dim,) unit
-    tokens: np.ndarray | None  # (n, dim) unit rows of the content tokens
-    ids: np.ndarray | None  # (n,) WordPiece ids
-
-
-def encode_query(embedder, text: str, with_tokens: bool) -> QueryEncoding:
-    """One model run gives both what dense retrieval and MaxSim need (the embedder's
-    `embed_query` and `token_vectors` would run it twice)."""
-    if not with_tokens:
-        return QueryEncoding(embedder.embed_query(text), None, None)
-    window = embedder._first_window(text)
-    hidden, _ = embedder._hidden([window])
-    vector = _unit(hidden[0].mean(axis=0, keepdims=True))[0]
-    return QueryEncoding(
-        vector=vector,
-        tokens=_unit(hidden[0, 1:-1]),
-        ids=np.asarray(window[1:-1], dtype=np.int64),
-    )

@@ -1,0 +1,133 @@
+"""Opening a repository and looking things up in it: the branch to index, commits, trees and
+blobs by hex id, and the conversions every other module of the package shares (paths between
+bytes and str, which tree entry modes count as files). Failures a user can fix (not a
+repository, a bad branch name, a missing commit) are raised as SourceError.
+"""
+
+from __future__ import annotations
+
+import re
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from dulwich.errors import NotGitRepository
+from dulwich.objects import Blob, Commit, ObjectID, Tree
+from dulwich.refs import Ref, check_ref_format
+from dulwich.repo import Repo
+
+from docdex.index_format.config import SourceError
+
+# --- repositories ------------------------------------------------------------------------
+
+
+@contextmanager
+def open_repo(path: str) -> Iterator[Repo]:
+    try:
+        repo = Repo(str(Path(path).expanduser()))
+    except (NotGitRepository, OSError, ValueError) as exc:
+        raise SourceError(f"cannot open git repository {path!r}: {exc}") from exc
+    _bound_delta_cache(repo)
+    with repo:
+        yield repo
+
+
+DELTA_BASE_CACHE_BYTES = 16 * 1024 * 1024
+
+
+def _bound_delta_cache(repo: Repo) -> None:
+    """Dulwich keeps up to 96 MiB of resolved delta bases per pack (git's default). A run
+    reads each file once and gains little from it, and on a large first run it was a good
+    part of the peak (adr/0007). A limit the repository sets (core.deltaBaseCacheLimit)
+    is kept."""
+    store = repo.object_store
+    if getattr(store, "delta_base_cache_limit", 0) is None:
+        store.delta_base_cache_limit = DELTA_BASE_CACHE_BYTES
+
+
+def resolve_branch(repo: Repo, branch: str | None) -> tuple[str, str | None]:
+    ref = _head_branch_ref(repo) if branch is None else _branch_ref(branch)
+    name = ref.removeprefix(b"refs/heads/").decode()
+    _, sha = repo.refs.follow(ref)
+    if sha is None:
+        return name, None
+    require_commit(repo, sha.decode(), f"branch {name!r}")
+    return name, sha.decode()
+
+
+def _head_branch_ref(repo: Repo) -> Ref:
+    chain, _ = repo.refs.follow(Ref(b"HEAD"))
+    if len(chain) < 2 or not chain[1].startswith(b"refs/heads/"):
+        raise SourceError(
+            f"HEAD of {repo.path!r} does not name a branch (detached or missing); "
+            "set the source's `branch` setting"
+        )
+    return chain[1]
+
+
+def _branch_ref(branch: str) -> Ref:
+    ref = Ref(b"refs/heads/" + branch.removeprefix("refs/heads/").encode())
+    if not branch or not check_ref_format(ref):
+        raise SourceError(f"{branch!r} is not a valid branch name (`branch` setting)")
+    return ref
+
+
+# --- object access --------------------------------------------------------------------------
+
+_HEX_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+
+
+def object_id(sha: str) -> ObjectID:
+    if not _HEX_SHA.match(sha):
+        raise SourceError(f"{sha!r} is not a hex object id")
+    return ObjectID(sha.encode("ascii"))
+
+
+def find_commit(repo: Repo, sha: str) -> Commit | None:
+    try:
+        obj = repo.object_store[object_id(sha)]
+    except KeyError:
+        return None
+    return obj if isinstance(obj, Commit) else None
+
+
+def require_commit(repo: Repo, sha: str, what: str = "commit") -> Commit:
+    commit = find_commit(repo, sha)
+    if commit is None:
+        raise SourceError(f"{what} {sha} is not a commit in {repo.path!r}")
+    return commit
+
+
+def root_tree(repo: Repo, commit_or_tree: str) -> ObjectID:
+    try:
+        obj = repo.object_store[object_id(commit_or_tree)]
+    except KeyError as exc:
+        raise SourceError(f"object {commit_or_tree} is not in {repo.path!r}") from exc
+    if isinstance(obj, Commit):
+        return obj.tree
+    if isinstance(obj, Tree):
+        return obj.id
+    raise SourceError(f"object {commit_or_tree} is neither a commit nor a tree")
+
+
+def read_blob(repo: Repo, sha: bytes) -> bytes:
+    type_num, data = repo.object_store.get_raw(ObjectID(sha))
+    if type_num != Blob.type_num:
+        raise SourceError(f"object {sha.decode()} is not a blob")
+    return data
+
+
+# --- paths and modes ------------------------------------------------------------------------
+
+
+def to_str(path: bytes) -> str:
+    return path.decode("utf-8", "surrogateescape")
+
+
+def to_bytes(path: str) -> bytes:
+    return path.encode("utf-8", "surrogateescape")
+
+
+def is_file(mode: int) -> bool:
+    return stat.S_ISREG(mode) or stat.S_ISLNK(mode)

@@ -1,0 +1,1 @@
+"""The embedding model both sides share: files, sessions, tokenizing, embedding."""

@@ -1,0 +1,266 @@
+"""The embedder: all-MiniLM-L6-v2 over token windows.
+
+Texts are cut into overlapping windows of ``window_tokens`` content tokens, each wrapped as
+``[CLS] ... [SEP]``; a window's vector is the attention-masked mean of
+``last_hidden_state``, L2-normalised. Passages run the package's float32 graph; queries may
+run the int8 rewrite of the same model (int8graph.py, adr/0009).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+from docdex.index_format.model import WINDOW_OVERLAP, WINDOW_TOKENS, EmbedderInfo
+
+from .files import load_tokenizer, model_info, verified_weights
+from .sessions import cached_graph, cached_session
+
+MAX_POSITIONS = 512  # BERT position embeddings
+CLS_ID = 101
+SEP_ID = 102
+PAD_ID = 0
+
+# Batches stay small and of nearly equal length (bench/embed_micro.py; adr/0007): largest
+# batch * padded length per run, largest batch, and largest share of padding in a batch.
+TOKEN_BUDGET = 1024
+MAX_BATCH = 64
+MAX_PADDING = 0.1
+
+ProgressFn = Callable[[int], None]
+log = logging.getLogger("docdex.embedder")
+
+
+class Embedder:
+    """all-MiniLM-L6-v2 over token windows; build it with :meth:`Embedder.load`."""
+
+    max_padding: float = MAX_PADDING
+
+    def __init__(
+        self,
+        session: ort.InferenceSession,
+        tokenizer: Tokenizer,
+        info: EmbedderInfo,
+        token_budget: int = TOKEN_BUDGET,
+        max_batch: int = MAX_BATCH,
+        graph: str = "float32",
+    ) -> None:
+        if not 0 <= info.window_overlap < info.window_tokens <= MAX_POSITIONS - 2:
+            raise ValueError(
+                f"need 0 <= window_overlap < window_tokens <= {MAX_POSITIONS - 2}, got "
+                f"window_tokens={info.window_tokens} window_overlap={info.window_overlap}"
+            )
+        self.session = session
+        self.tokenizer = tokenizer
+        self.info = info
+        self.token_budget = token_budget
+        self.max_batch = max_batch
+        self.graph = graph  # "float32", or "int8": the query graph (int8graph.py)
+
+    @classmethod
+    def load(
+        cls,
+        threads: int | None = None,
+        window_tokens: int = WINDOW_TOKENS,
+        window_overlap: int = WINDOW_OVERLAP,
+        token_budget: int = TOKEN_BUDGET,
+        max_batch: int = MAX_BATCH,
+        for_queries: bool = False,
+    ) -> Embedder:
+        """Load the installed model; `threads` None means os.cpu_count().
+
+        `for_queries`: run the int8 query graph, a third of the memory of the float32 one
+        and as fast for one window; an index's passages are always embedded in float32."""
+        path, _model_id, sha = verified_weights()
+        info = model_info(window_tokens, window_overlap)
+        tokenizer = load_tokenizer()
+        threads = threads or os.cpu_count() or 1
+        session = _int8_session(path, sha, threads) if for_queries else None
+        if session is not None:
+            return cls(session, tokenizer, info, token_budget, max_batch, graph="int8")
+        session = _float32_session(path, sha, threads)
+        return cls(session, tokenizer, info, token_budget, max_batch)
+
+    # --- tokenising ------------------------------------------------------------------------
+
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        """WordPiece ids of each text, without special tokens."""
+        encodings = self.tokenizer.encode_batch(texts, add_special_tokens=False)
+        return [e.ids for e in encodings]
+
+    def token_windows(self, texts: list[str]) -> tuple[list[list[int]], np.ndarray]:
+        """Windows ([CLS] ... [SEP] token ids) of every text, and each window's text index."""
+        size, overlap = self.info.window_tokens, self.info.window_overlap
+        windows: list[list[int]] = []
+        owners: list[int] = []
+        for i, ids in enumerate(self.tokenize(texts)):
+            parts = split_windows(ids, size, overlap)
+            windows.extend(parts)
+            owners.extend([i] * len(parts))
+        return windows, np.asarray(owners, dtype=np.int32)
+
+    def first_window(self, text: str) -> list[int]:
+        """The window a query is embedded from: its first `window_tokens` tokens."""
+        ids = self.tokenize([text])[0]
+        return [CLS_ID, *ids[: self.info.window_tokens], SEP_ID]
+
+    @cached_property
+    def skip_mask(self) -> np.ndarray:
+        """Bool mask over the vocabulary: special and punctuation-only WordPieces, which
+        carry no token vector and no weight in late interaction."""
+        vocab = self.tokenizer.get_vocab()
+        mask = np.zeros(max(vocab.values()) + 1, dtype=bool)
+        for piece, i in vocab.items():
+            bare = piece.removeprefix("##")
+            if (piece.startswith("[") and piece.endswith("]")) or not any(
+                c.isalnum() for c in bare
+            ):
+                mask[i] = True
+        return mask
+
+    # --- inference -------------------------------------------------------------------------
+
+    def hidden_states(self, windows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """(windows, width, dim) last hidden states of one padded batch, and its mask."""
+        ids, mask = pad_windows(windows)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        (hidden,) = self.session.run(["last_hidden_state"], feeds)
+        return hidden, mask
+
+    def embed_windows(
+        self, windows: list[list[int]], progress: ProgressFn | None = None
+    ) -> np.ndarray:
+        """(n, dim) float32 unit vectors, in input order (batched by length internally)."""
+        out = np.empty((len(windows), self.info.dim), dtype=np.float32)
+        if not windows:
+            return out
+        lengths = np.fromiter((len(w) for w in windows), dtype=np.int64, count=len(windows))
+        for group in length_batches(lengths, self.token_budget, self.max_batch, self.max_padding):
+            out[group] = mean_pooled(*self.hidden_states([windows[k] for k in group]))
+            if progress is not None:
+                progress(len(group))
+        return out
+
+    def embed_texts(
+        self, texts: list[str], progress: ProgressFn | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(vectors, owner): one vector per window, owner[i] = index of its text."""
+        windows, owner = self.token_windows(texts)
+        return self.embed_windows(windows, progress), owner
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """(dim,) float32 unit vector of the first window of `text`."""
+        return mean_pooled(*self.hidden_states([self.first_window(text)]))[0]
+
+    def token_vectors(self, text: str) -> np.ndarray:
+        """(n_tokens, dim) unit rows of the first window's content tokens (no CLS/SEP)."""
+        hidden, _ = self.hidden_states([self.first_window(text)])
+        return unit_rows(hidden[0, 1:-1])
+
+
+# --- sessions -------------------------------------------------------------------------------
+
+
+def _float32_session(path: Path, sha256: str, threads: int) -> ort.InferenceSession:
+    """A session over the package's graph (float32 once optimised)."""
+    return cached_session(threads, cached_graph("minilm", sha256, ""), lambda: str(path))
+
+
+def _int8_session(path: Path, sha256: str, threads: int) -> ort.InferenceSession | None:
+    """A session over the int8 query graph; None when it cannot be built or run here, and
+    the caller uses the float32 graph."""
+    from .int8graph import REWRITE_VERSION, int8_query_graph
+
+    cached = cached_graph("minilm-int8", sha256, f"rewrite {REWRITE_VERSION}")
+    if cached is not None and not cached.exists():
+        _build_in_child(path, cached)
+    try:
+        return cached_session(threads, cached, lambda: int8_query_graph(path))
+    except Exception as exc:  # no onnx package, or an onnxruntime without 8-bit MatMulNBits
+        log.warning("int8 query graph unavailable, queries use the float32 graph: %s", exc)
+        return None
+
+
+def _build_in_child(path: Path, cached: Path) -> None:
+    """Build the int8 graph's cache file in a child process, so that the memory `onnx` takes
+    to rewrite the model is not kept by a server for its lifetime (adr/0009). A child that
+    fails leaves the cache missing; the caller then tries in-process, and says why if that
+    fails too."""
+    command = [sys.executable, "-m", "docdex.model.int8graph", str(path), str(cached)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    if done.returncode != 0:
+        log.debug("building the int8 graph in a child failed: %s", done.stderr.strip()[-500:])
+
+
+# --- pure helpers ---------------------------------------------------------------------------
+
+
+def embed_input(headings: list[str], embed_text: str) -> str:
+    """The text embedded for a chunk: the breadcrumb on the first line, then the text."""
+    crumb = " › ".join(h.strip() for h in headings if h.strip())
+    return "\n".join(part for part in (crumb, embed_text.strip()) if part)
+
+
+def split_windows(ids: list[int], size: int, overlap: int) -> list[list[int]]:
+    """Windows of at most `size` content ids, consecutive ones sharing `overlap` ids."""
+    stride = size - overlap
+    out: list[list[int]] = []
+    start = 0
+    while True:
+        out.append([CLS_ID, *ids[start : start + size], SEP_ID])
+        if start + size >= len(ids):
+            return out
+        start += stride
+
+
+def length_batches(
+    lengths: np.ndarray, budget: int, max_batch: int, max_padding: float
+) -> list[np.ndarray]:
+    """Window indexes grouped by length: batch*maxlen <= budget, padding <= max_padding."""
+    order = np.argsort(lengths, kind="stable")
+    groups: list[np.ndarray] = []
+    i, n = 0, len(order)
+    while i < n:
+        j, used = i + 1, int(lengths[order[i]])
+        while j < n and j - i < max_batch:
+            # lengths ascend along `order`, so the candidate's length is the padded width
+            width, count = int(lengths[order[j]]), j - i + 1
+            padded = count * width
+            if padded > budget or padded - (used + width) > max_padding * padded:
+                break
+            used += width
+            j += 1
+        groups.append(order[i:j])
+        i = j
+    return groups
+
+
+def pad_windows(windows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    width = max(len(w) for w in windows)
+    ids = np.full((len(windows), width), PAD_ID, dtype=np.int64)
+    mask = np.zeros((len(windows), width), dtype=np.int64)
+    for row, w in enumerate(windows):
+        ids[row, : len(w)] = w
+        mask[row, : len(w)] = 1
+    return ids, mask
+
+
+def mean_pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Unit vectors of the attention-masked mean of each window's hidden states."""
+    m = mask[:, :, None].astype(np.float32)
+    summed = (hidden * m).sum(axis=1)
+    return unit_rows(summed / np.maximum(m.sum(axis=1), 1.0))
+
+
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return (x / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)

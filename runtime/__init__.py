@@ -1,0 +1,1 @@
+"""What every docdex process shares at run time: logging set-up and progress display."""

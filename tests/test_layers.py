@@ -1,0 +1,50 @@
+"""The layer contracts (pyproject.toml, docs/adr/0013) hold, and a forbidden import breaks
+them: the check that `just lint` and .ci/run rely on can fail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from lint_imports import build_tree, lint_contracts, private_imports
+
+
+def test_the_tree_keeps_every_contract(tmp_path: Path) -> None:
+    tree = build_tree(tmp_path)
+    assert (tree / "docdex/indexer/git/diffs.py").is_file()  # subpackages are linked too
+    done = lint_contracts(tree)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout
+    assert private_imports(tree) == []
+
+
+BREAKS = [
+    # (module that gains an import, the import, the broken dependency the report names)
+    ("server/search.py", "import docdex.indexer.pipeline", "server.search -> docdex.indexer"),
+    ("indexer/pipeline.py", "from docdex.server import snapshot", "pipeline -> docdex.server"),
+    ("hooks/install.py", "import docdex.indexer.worker", "hooks.install -> docdex.indexer"),
+    ("index_format/store.py", "import docdex.model.files", "store -> docdex.model.files"),
+    ("model/files.py", "import docdex.server.search", "model.files -> docdex.server"),
+    ("model/sessions.py", "from . import embedder", ".sessions -> .embedder"),  # a cycle
+    ("indexer/git/repo.py", "from . import history", ".repo -> .history"),  # a cycle
+]
+
+
+@pytest.mark.parametrize(("module", "line", "reported"), BREAKS)
+def test_a_forbidden_import_breaks_the_contracts(tmp_path, module, line, reported) -> None:
+    tree = build_tree(tmp_path, copy=True)
+    path = tree / "docdex" / module
+    path.write_text(path.read_text() + f"\n{line}  # injected by the test\n")
+    done = lint_contracts(tree)
+    assert done.returncode != 0
+    assert "BROKEN" in done.stdout
+    assert reported in done.stdout
+
+
+def test_a_private_name_imported_from_another_module_is_found(tmp_path) -> None:
+    tree = build_tree(tmp_path, copy=True)
+    path = tree / "docdex/server/rerank.py"
+    path.write_text(path.read_text() + "\nfrom docdex.model.files import _file_sha256\n")
+    assert private_imports(tree) == [
+        "docdex/server/rerank.py: imports _file_sha256 from docdex.model.files"
+    ]
