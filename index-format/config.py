@@ -12,13 +12,14 @@ from typing import Annotated, Literal
 import msgspec
 
 from .layout import DataDir, write_atomic
-from .model import BUDGET_CHARS, WINDOW_OVERLAP, WINDOW_TOKENS, ChunkerSettings
+from .model import WINDOW_OVERLAP, WINDOW_TOKENS, ChunkerSettings
 
 DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown"]
 SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 SourceKind = Literal["bare", "checkout", "remote"]
+_CHUNKER = ChunkerSettings()  # the chunker's defaults are the format's
 
 
 class ConfigError(Exception):
@@ -32,9 +33,9 @@ class SourceError(Exception):
 
 class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     keep_versions: int = 3
-    budget_chars: int = BUDGET_CHARS
-    section_levels: int = 3
-    min_alnum: int = 25
+    budget_chars: int = _CHUNKER.budget_chars
+    section_levels: int = _CHUNKER.section_levels
+    min_alnum: int = _CHUNKER.min_alnum
     window_tokens: int = WINDOW_TOKENS
     window_overlap: int = WINDOW_OVERLAP
     max_file_bytes: int = 2_000_000

@@ -11,8 +11,7 @@ import msgspec
 FORMAT_MAJOR = 1
 FORMAT_MINOR = 1  # the newest minor this code reads and writes (1: token vectors)
 
-# Defaults of the settings that decide what is stored (docdex.toml can change them).
-BUDGET_CHARS = 1500  # a chunk's target size
+# Defaults of the embedding windows (docdex.toml can change them; the chunker's are below).
 WINDOW_TOKENS = 250  # an embedding window's content tokens
 WINDOW_OVERLAP = 40  # tokens consecutive windows share
 
@@ -42,7 +41,7 @@ class ParsedPage(msgspec.Struct, frozen=True):
 
 
 class ChunkerSettings(msgspec.Struct, frozen=True):
-    budget_chars: int = BUDGET_CHARS
+    budget_chars: int = 1500  # a chunk's target size
     section_levels: int = 3  # headings h1..hN start sections
     min_alnum: int = 25  # residue with fewer alphanumeric characters is dropped
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter
 
 import pytest
 import tantivy
 
-from docdex.config import Config, Settings, SourceConfig
+from docdex.index_format.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.index_format.store import (
     current_version,
@@ -302,23 +301,33 @@ def test_compaction_merges_segments_without_embedding(tmp_path, ws, embedder):
 
 
 def test_second_writer_waits_for_the_first(tmp_path, ws, embedder):
+    """No sleeps: the holder says when it holds the lock, and lets go only once the second
+    writer has reported (on_wait) that it found the lock taken and is blocking on it."""
     data = DataDir(tmp_path / "data")
     data.ensure()
-    waited = threading.Event()
-    released = threading.Event()
+    held = threading.Event()  # the holder has the lock
+    waited = threading.Event()  # the second writer found it taken (on_wait)
+    let_go = threading.Event()  # the holder may release it
+    released = threading.Event()  # the holder is releasing it
 
     def hold():
         with writer_lock(data):
-            time.sleep(0.5)
+            held.set()
+            let_go.wait(60)  # bounded: a writer that never waits fails the test, not hangs it
             released.set()
+
+    def on_wait(pid: str) -> None:
+        waited.set()
+        let_go.set()
 
     holder = threading.Thread(target=hold)
     holder.start()
-    time.sleep(0.1)
-    report = index_sources(
-        data, make_config(ws), embedder=embedder, on_wait=lambda pid: waited.set()
-    )
-    holder.join()
+    try:
+        assert held.wait(60), "the holder never took the writer lock"
+        report = index_sources(data, make_config(ws), embedder=embedder, on_wait=on_wait)
+    finally:
+        let_go.set()  # whatever happened, the holder lets go
+        holder.join(60)
     assert waited.is_set() and released.is_set() and report.published
 
 

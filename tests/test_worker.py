@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from docdex.config import Config, Settings, SourceConfig, save_config
+from docdex.index_format import metrics
+from docdex.index_format.config import Config, Settings, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
+from docdex.index_format.queue import file_request, pending_requests
 from docdex.index_format.store import list_versions, load_current
-from docdex.indexer.queue import file_request, pending_requests
 from docdex.indexer.worker import try_lock, worker_pid
-from docdex.server import metrics
 from docdex.serverproc import ServeProcess
 
 from fixtures import wait_for
@@ -142,6 +142,19 @@ def start_ticks(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19])
 
 
+def listening_tick(server_pid: int, listening_ms: int) -> int:
+    """The clock tick since boot in which the server's `[boot +N ms] listening:` mark was
+    taken (N = listening_ms), or an earlier one; never a later one. Exact, no tolerance:
+
+    the boot clock's origin t0 (server/boot.py) is at or after start_ticks(server) / HZ:
+    /proc truncates the start to a tick and /proc/uptime to 10 ms, and both only move t0
+    later (so does its fallback, the time Boot() ran). N = round((listened - t0) * 1000), so
+    listened >= start / HZ + (N - 0.5) / 1000, whose tick is start + floor((2N - 1) HZ / 2000).
+    """
+    hz = os.sysconf("SC_CLK_TCK")
+    return start_ticks(server_pid) + (2 * listening_ms - 1) * hz // 2000
+
+
 def test_serve_runs_the_worker_and_stops_it(setup, tmp_path):
     ws, data = setup
     server = ServeProcess(data.root, tmp_path / "serve.log", worker=True)
@@ -150,10 +163,10 @@ def test_serve_runs_the_worker_and_stops_it(setup, tmp_path):
         pid = wait_for(lambda: worker_pid(data), 30, "the worker beside serve")
         assert Path(f"/proc/{pid}/stat").read_text().split()[3] == str(server.proc.pid)
         listening_ms = int(re.search(r"\[boot \+(\d+) ms\] listening:", server.output()).group(1))
-        worker_after_s = (start_ticks(pid) - start_ticks(server.proc.pid)) / os.sysconf(
-            "SC_CLK_TCK"
-        )
-        assert worker_after_s >= listening_ms / 1000 - 0.02  # started once serve listened
+        # Started once serve listened: serve takes the mark, then forks the worker, so the
+        # worker's start tick (its fork time, truncated to a tick) is at or after the mark's
+        # tick. Both sides are whole ticks bounded exactly, so no load can make this flake.
+        assert start_ticks(pid) >= listening_tick(server.proc.pid, listening_ms)
         file_request(data, "docs", "reindex")
         wait_for(lambda: load_current(data), 90, "a version from serve's worker")
         assert load_current(data).sources["docs"].files == 1
