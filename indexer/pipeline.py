@@ -161,15 +161,6 @@ class SourceRun:
     def name(self) -> str:
         return self.config.name
 
-    @property
-    def base(self) -> SourceState | None:
-        """The state to diff from: None re-reads every file."""
-        return (
-            self.previous
-            if self.previous and self.previous.config_hash == self.config_hash
-            else None
-        )
-
 
 def index_sources(
     data: DataDir,
@@ -362,7 +353,7 @@ def _new_state(source: SourceConfig, branch: str, **fields) -> SourceState:
 def _index_repo(ctx: RunContext, run: RunState, src: SourceRun, repo: Repo) -> None:
     source, previous = src.config, src.previous
     src.report.previous_commit = previous.commit if previous else ""
-    base = None if ctx.rebuild else src.base
+    base = _diff_base(ctx, src)
     max_bytes = ctx.settings.max_file_bytes
     if ctx.worktree and source_kind(source.location) == "checkout":
         skip = [ctx.data.root]
@@ -388,6 +379,15 @@ def _index_repo(ctx: RunContext, run: RunState, src: SourceRun, repo: Repo) -> N
         problems=_carry_problems(base, found.changes, src.report.problems),
         links=found.links,
     )
+
+
+def _diff_base(ctx: RunContext, src: SourceRun) -> SourceState | None:
+    """The state whose files the run diffs against; None re-reads every file (a rebuild,
+    or settings that change which files are read and how)."""
+    previous = src.previous
+    if ctx.rebuild or previous is None or previous.config_hash != src.config_hash:
+        return None
+    return previous
 
 
 def _previous_pages(data: DataDir, previous: SourceState | None) -> dict[str, StoredPage]:

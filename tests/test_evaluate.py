@@ -246,5 +246,9 @@ def test_run_eval_command(small, capsys, tmp_path):
     assert summary["k"] == 3 and summary["outcomes"] == []
     assert run_eval_command(str(data.root), str(queries), "nope", 3, False, None) == 2
     assert "unknown source 'nope'; valid sources: kb" in capsys.readouterr().err
+    assert run_eval_command(str(data.root), str(queries), "kb", 3, True, None, fusion="rrf") == 0
+    assert json.loads(capsys.readouterr().out)["queries"] == len(QUERIES)
+    assert run_eval_command(str(data.root), str(queries), "kb", 3, False, None, fusion="x") == 2
+    assert "unknown fusion 'x'; choose one of: weighted, rrf" in capsys.readouterr().err
     missing = str(Path(tmp_path) / "missing.jsonl")
     assert run_eval_command(str(data.root), missing, "kb", 3, False, None) == 2
