@@ -21,7 +21,8 @@ from docdex.indexer.git.blobs import read_markdown
 from docdex.indexer.git.diffs import list_files
 from docdex.indexer.git.repo import open_repo
 from docdex.indexer.markdown import parse_page
-from docdex.model.embedder import Embedder, embed_input
+from docdex.model.embedder import Embedder
+from docdex.model.windows import embed_input
 
 
 def unique_embed_inputs(bare: str, commit: str, settings: Settings) -> list[str]:

@@ -54,8 +54,9 @@ from docdex.index_format.store import (
 )
 from docdex.index_format.times import iso_utc
 from docdex.index_format.tokens import TOKOFFSETS_FILE
-from docdex.model.embedder import Embedder, embed_input
+from docdex.model.embedder import Embedder
 from docdex.model.files import model_info
+from docdex.model.windows import embed_input
 from docdex.runtime.logs import log_event
 
 from . import changes

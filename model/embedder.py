@@ -24,11 +24,17 @@ from docdex.index_format.model import WINDOW_OVERLAP, WINDOW_TOKENS, EmbedderInf
 
 from .files import load_tokenizer, model_info, verified_weights
 from .sessions import cached_graph, cached_session
+from .windows import (
+    CLS_ID,
+    SEP_ID,
+    length_batches,
+    mean_pooled,
+    pad_windows,
+    split_windows,
+    unit_rows,
+)
 
 MAX_POSITIONS = 512  # BERT position embeddings
-CLS_ID = 101
-SEP_ID = 102
-PAD_ID = 0
 
 # Batches stay small and of nearly equal length (bench/embed_micro.py; adr/0007): largest
 # batch * padded length per run, largest batch, and largest share of padding in a batch.
@@ -199,68 +205,3 @@ def _build_in_child(path: Path, cached: Path) -> None:
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0:
         log.debug("building the int8 graph in a child failed: %s", done.stderr.strip()[-500:])
-
-
-# --- pure helpers ---------------------------------------------------------------------------
-
-
-def embed_input(headings: list[str], embed_text: str) -> str:
-    """The text embedded for a chunk: the breadcrumb on the first line, then the text."""
-    crumb = " › ".join(h.strip() for h in headings if h.strip())
-    return "\n".join(part for part in (crumb, embed_text.strip()) if part)
-
-
-def split_windows(ids: list[int], size: int, overlap: int) -> list[list[int]]:
-    """Windows of at most `size` content ids, consecutive ones sharing `overlap` ids."""
-    stride = size - overlap
-    out: list[list[int]] = []
-    start = 0
-    while True:
-        out.append([CLS_ID, *ids[start : start + size], SEP_ID])
-        if start + size >= len(ids):
-            return out
-        start += stride
-
-
-def length_batches(
-    lengths: np.ndarray, budget: int, max_batch: int, max_padding: float
-) -> list[np.ndarray]:
-    """Window indexes grouped by length: batch*maxlen <= budget, padding <= max_padding."""
-    order = np.argsort(lengths, kind="stable")
-    groups: list[np.ndarray] = []
-    i, n = 0, len(order)
-    while i < n:
-        j, used = i + 1, int(lengths[order[i]])
-        while j < n and j - i < max_batch:
-            # lengths ascend along `order`, so the candidate's length is the padded width
-            width, count = int(lengths[order[j]]), j - i + 1
-            padded = count * width
-            if padded > budget or padded - (used + width) > max_padding * padded:
-                break
-            used += width
-            j += 1
-        groups.append(order[i:j])
-        i = j
-    return groups
-
-
-def pad_windows(windows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-    width = max(len(w) for w in windows)
-    ids = np.full((len(windows), width), PAD_ID, dtype=np.int64)
-    mask = np.zeros((len(windows), width), dtype=np.int64)
-    for row, w in enumerate(windows):
-        ids[row, : len(w)] = w
-        mask[row, : len(w)] = 1
-    return ids, mask
-
-
-def mean_pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Unit vectors of the attention-masked mean of each window's hidden states."""
-    m = mask[:, :, None].astype(np.float32)
-    summed = (hidden * m).sum(axis=1)
-    return unit_rows(summed / np.maximum(m.sum(axis=1), 1.0))
-
-
-def unit_rows(x: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(x, axis=-1, keepdims=True)
-    return (x / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)

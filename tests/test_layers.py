@@ -3,6 +3,8 @@ them: the check that `just lint` and .ci/run rely on can fail."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,3 +50,16 @@ def test_a_private_name_imported_from_another_module_is_found(tmp_path) -> None:
     assert private_imports(tree) == [
         "docdex/server/rerank.py: imports _file_sha256 from docdex.model.files"
     ]
+
+
+def test_the_server_imports_no_model_runtime_until_it_loads_the_model() -> None:
+    """`docdex serve` loads the model in a thread while its main thread imports the server
+    (adr/0008): if the server's modules imported onnxruntime or the tokenizer themselves,
+    the two threads would queue on the same imports."""
+    code = (
+        "import sys, docdex.server.app, docdex.server.search, docdex.server.rerank; "
+        "print(sorted(m for m in ('onnxruntime', 'tokenizers', 'onnx') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
