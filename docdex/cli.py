@@ -77,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_DAEMONS = {"cmd_serve", "cmd_watch", "cmd_worker"}  # long-running: log at INFO by default
+# long-running commands log at INFO by default
+_DAEMONS = {"cmd_serve", "cmd_mcp", "cmd_watch", "cmd_worker"}
 
 
 def _configure_logging(args) -> None:
@@ -417,6 +418,12 @@ def _add_query_commands(commands) -> None:
     serve.add_argument(
         "--no-worker", action="store_true", help="do not run the indexing worker beside it"
     )
+    _command(
+        commands,
+        "mcp",
+        cmd_mcp,
+        "the MCP server over stdin/stdout, for clients that launch it (reads the index only)",
+    )
 
 
 def _reranker_flag(parser: argparse.ArgumentParser) -> None:
@@ -478,6 +485,17 @@ def cmd_serve(data: DataDir, args) -> int:
         return serve(data, args.host, args.port, args.insecure, model, background.start)
     finally:
         background.stop()
+
+
+def cmd_mcp(data: DataDir, args) -> int:
+    from docdex.server.memory import limit_malloc_arenas
+    from docdex.server.model import start_loading
+
+    limit_malloc_arenas()  # before any thread starts
+    model = start_loading(data)  # before the other imports: it loads while they run
+    from docdex.server.stdio import serve_stdio
+
+    return serve_stdio(data, model)
 
 
 # --- hook and worker -----------------------------------------------------------------------

@@ -1,0 +1,145 @@
+"""`docdex mcp`: the MCP tools over stdio, spawned by the SDK's own stdio client, as Claude
+Desktop and other launching clients run it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from docdex.index_format.layout import DataDir
+from docdex.serverproc import ServeProcess
+
+from fixtures import build_workspace, index_workspace
+
+TOOLS = {"search_docs", "query_docs", "get_document", "list_sources", "reindex"}
+
+
+def stdio_server(data: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "docdex.cli", "--data", str(data), "mcp"]
+    )
+
+
+def over_stdio(data: Path, scenario):
+    """`scenario(client)`'s result, with a `docdex mcp` process spawned for `data`."""
+
+    async def main():
+        async with Client(stdio_server(data)) as client:
+            return await scenario(client)
+
+    return asyncio.run(main())
+
+
+def without_timing(content: dict) -> dict:
+    return {k: v for k, v in content.items() if k != "took_ms"}
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory, embedder):
+    root = tmp_path_factory.mktemp("stdio")
+    ws = build_workspace(root)
+    data = DataDir(root / "data")
+    index_workspace(data, ws, embedder)
+    return ws, data
+
+
+def test_the_five_tools_answer_as_over_http(indexed, tmp_path):
+    _ws, data = indexed
+    query = {"query": "error E1234", "num_results": 5}
+
+    async def scenario(client):
+        tools = await client.list_tools()
+        return {t.name for t in tools.tools}, await client.call_tool("search_docs", query)
+
+    names, stdio = over_stdio(data.root, scenario)
+    assert names == TOOLS
+    assert not stdio.is_error
+    hits = stdio.structured_content["results"]
+    assert hits[0]["doc_id"] == "docs:faq.md" and "E1234" in hits[0]["text"]
+    assert json.loads(stdio.content[0].text) == stdio.structured_content
+    with ServeProcess(data.root, tmp_path / "serve.log") as server:
+        server.wait_ready()
+        http = server.call_tool("search_docs", query)
+    assert without_timing(stdio.structured_content) == without_timing(http.structured_content)
+
+
+def test_new_versions_are_followed(tmp_path, embedder):
+    ws = build_workspace(tmp_path / "repo")
+    data = DataDir(tmp_path / "data")
+    index_workspace(data, ws, embedder)
+    query = {"query": "quokka migration checklist", "num_results": 3}
+
+    async def scenario(client):
+        before = await client.call_tool("search_docs", query)
+        ws.write("guide/quokka.md", "# Quokka migration checklist\n\nMove every quokka.\n")
+        ws.commit_and_push("quokka")
+        await asyncio.to_thread(index_workspace, data, ws, embedder)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            after = await client.call_tool("search_docs", query)
+            if after.structured_content["results"][0]["path"] == "guide/quokka.md":
+                return before, after
+            await asyncio.sleep(0.2)
+        raise AssertionError("docdex mcp never served the new version")
+
+    before, after = over_stdio(data.root, scenario)
+    assert before.structured_content["results"][0]["path"] != "guide/quokka.md"
+    assert after.structured_content["index_version"] > before.structured_content["index_version"]
+
+
+def test_before_the_first_index_the_tools_say_so(tmp_path):
+    async def scenario(client):
+        return await client.call_tool("search_docs", {"query": "anything"})
+
+    result = over_stdio(tmp_path / "nothing-here", scenario)
+    assert result.is_error
+    assert "run `docdex index`" in result.content[0].text
+
+
+def test_stdout_carries_the_protocol_only(indexed):
+    _ws, data = indexed
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "search_docs", "arguments": {"query": "E1234"}},
+        },
+    ]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "docdex.cli", "--data", str(data.root), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    server.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+    server.stdin.flush()
+    replies = [json.loads(server.stdout.readline()) for _ in range(3)]  # every line is JSON
+    server.stdin.close()  # the client leaves: the server ends
+    rest, logs = server.stdout.read(), server.stderr.read()  # logs are a few lines
+    assert server.wait(60) == 0, logs
+    assert rest == ""
+    assert [r.get("id") for r in replies] == [1, 2, 3]
+    assert {t["name"] for t in replies[1]["result"]["tools"]} == TOOLS
+    assert "docs:faq.md" in json.dumps(replies[2]["result"])
+    assert "MCP over stdio ready" in logs  # logs go to stderr
