@@ -418,11 +418,17 @@ def _add_query_commands(commands) -> None:
     serve.add_argument(
         "--no-worker", action="store_true", help="do not run the indexing worker beside it"
     )
-    _command(
+    mcp = _command(
         commands,
         "mcp",
         cmd_mcp,
         "the MCP server over stdin/stdout, for clients that launch it (reads the index only)",
+    )
+    mcp.add_argument(
+        "--watch",
+        action="store_true",
+        help="also index the checkout sources' working trees as they change, as `docdex "
+        "watch` does, unless another process already watches them",
     )
 
 
@@ -495,7 +501,13 @@ def cmd_mcp(data: DataDir, args) -> int:
     model = start_loading(data)  # before the other imports: it loads while they run
     from docdex.server.stdio import serve_stdio
 
-    return serve_stdio(data, model)
+    if not args.watch:
+        return serve_stdio(data, model)
+    from docdex.indexer.watch import WatchThread
+
+    data.ensure()
+    with WatchThread(data):
+        return serve_stdio(data, model)
 
 
 # --- hook and worker -----------------------------------------------------------------------

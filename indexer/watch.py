@@ -32,6 +32,7 @@ from docdex.index_format.store import current_version, load_current
 from docdex.model.embedder import Embedder
 from docdex.runtime.logs import log_event
 
+from .lock import watch_lock
 from .pipeline import Dirty, RunReport, index_sources
 from .worktree import WORKTREE_SUFFIX, is_editor_temp
 
@@ -46,6 +47,16 @@ RETRY_AFTER_S = 2.0  # after a failed cycle
 
 class WatchError(Exception):
     """Nothing can be watched (no checkout source, a named source is not a checkout)."""
+
+
+class WatchBusy(WatchError):
+    """Another process already follows this data directory's checkouts."""
+
+    def __init__(self, pid: str) -> None:
+        super().__init__(
+            f"another docdex process (pid {pid or '?'}) already watches this data directory's "
+            "checkouts"
+        )
 
 
 @dataclass(frozen=True)
@@ -278,5 +289,36 @@ def watch(
     stop: threading.Event | None = None,
     **options,
 ) -> None:
-    """Run the watch loop in this thread until `stop` is set (or KeyboardInterrupt)."""
-    WatchLoop(data, names, **options).run(stop or threading.Event())
+    """Run the watch loop in this thread until `stop` is set (or KeyboardInterrupt); one
+    process per data directory watches (WatchBusy otherwise)."""
+    with watch_lock(data) as holder:
+        if holder is not None:
+            raise WatchBusy(holder)
+        WatchLoop(data, names, **options).run(stop or threading.Event())
+
+
+class WatchThread:
+    """`watch` beside another job of this process (`docdex mcp --watch`): it indexes the
+    checkouts unless another process already watches them, in which case this process only
+    reads. A context manager: leaving it stops the watch."""
+
+    def __init__(self, data: DataDir) -> None:
+        self.data = data
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="docdex-watch", daemon=True)
+
+    def __enter__(self) -> WatchThread:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        try:
+            watch(self.data, None, self._stop)
+        except WatchBusy as exc:
+            log_event(log, "watch-skipped", reason=f"{exc}; this process only reads")
+        except (WatchError, OSError) as exc:  # no checkout source; inotify's limit
+            log_event(log, "watch-failed", logging.WARNING, error=str(exc))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import time
@@ -13,10 +14,14 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
+from docdex.index_format.config import Config, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
+from docdex.index_format.store import load_current
+from docdex.indexer.lock import watch_lock
 from docdex.serverproc import ServeProcess
 
 from fixtures import build_workspace, index_workspace
+from gitrepo import Workspace
 
 TOOLS = {"search_docs", "query_docs", "get_document", "list_sources", "reindex"}
 
@@ -143,3 +148,65 @@ def test_stdout_carries_the_protocol_only(indexed):
     assert {t["name"] for t in replies[1]["result"]["tools"]} == TOOLS
     assert "docs:faq.md" in json.dumps(replies[2]["result"])
     assert "MCP over stdio ready" in logs  # logs go to stderr
+
+
+def checkout_source(tmp_path: Path) -> tuple[Workspace, DataDir]:
+    """A checkout with one committed page, registered as the only source of a new data dir."""
+    ws = Workspace(tmp_path / "repo")
+    ws.write("notes/first.md", "# First\n\nThe pangolin registry lives here.\n")
+    ws.commit()
+    data = DataDir(tmp_path / "data")
+    save_config(data, Config(sources=[SourceConfig(name="notes", location=str(ws.work))]))
+    return ws, data
+
+
+async def wait_for_first_hit(client, query: str, path: str, deadline_s: float = 90) -> int:
+    """The index version in which `path` is search_docs' first hit for `query` (the index
+    may not exist yet when the wait starts)."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        result = await client.call_tool("search_docs", {"query": query, "num_results": 1})
+        hits = [] if result.is_error else result.structured_content["results"]
+        if hits and hits[0]["path"] == path:
+            return result.structured_content["index_version"]
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{path} never came first for {query!r} in {deadline_s} s")
+
+
+def test_mcp_watch_indexes_the_checkouts_as_files_are_saved(tmp_path):
+    ws, data = checkout_source(tmp_path)
+    params = stdio_server(data.root)
+    params.args.append("--watch")
+
+    async def scenario(client):
+        first = await wait_for_first_hit(client, "pangolin registry", "notes/first.md")
+        ws.write("notes/unsaved.md", "# Okapi\n\nAn uncommitted page about the okapi stable.\n")
+        return first, await wait_for_first_hit(client, "okapi stable", "notes/unsaved.md")
+
+    async def main():
+        async with Client(params) as client:
+            return await scenario(client)
+
+    first, saved = asyncio.run(main())
+    assert saved > first  # the saved edit reached the index as a new version
+    assert load_current(data).sources["notes"].commit.endswith("+worktree")
+
+
+def test_with_another_watcher_mcp_watch_only_reads(tmp_path):
+    _ws, data = checkout_source(tmp_path)
+    data.ensure()
+    with watch_lock(data) as holder:
+        assert holder is None  # this test process is "the other watcher"
+        server = subprocess.Popen(
+            [sys.executable, "-m", "docdex.cli", "--data", str(data.root), "mcp", "--watch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        server.stdin.close()  # no client: it starts, finds the watcher, and ends
+        logs = server.stderr.read()
+        assert server.wait(60) == 0, logs
+    assert f"another docdex process (pid {os.getpid()}) already watches" in logs
+    assert "this process only reads" in logs
+    assert not (data.state / "queue").exists() and load_current(data) is None  # nothing written

@@ -18,6 +18,7 @@ from docdex.index_format.config import Config, SourceConfig, load_config, save_c
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current, load_pages
 from docdex.indexer import watch
+from docdex.indexer.lock import watch_lock
 from docdex.indexer.pipeline import index_sources
 from docdex.indexer.watch import EventFilter, Watched, WatchError, WatchLoop, watched_sources
 from docdex.indexer.worktree import WORKTREE_SUFFIX
@@ -342,3 +343,20 @@ def test_watch_command_runs_until_terminated(tmp_path, ws, embedder):
     indexed = [e for e in events if e["event"] == "indexed"]
     assert {"watching", "indexed", "stopped"} <= {e["event"] for e in events}
     assert all(e["source"] == "docs" and isinstance(e["version"], int) for e in indexed)
+
+
+def test_one_watcher_per_data_directory(tmp_path, ws):
+    data = DataDir(tmp_path / "data")
+    configure(data, ws)
+    data.ensure()
+    with watch_lock(data) as holder:
+        assert holder is None  # this test process watches
+        result = subprocess.run(
+            [sys.executable, "-m", "docdex.cli", "--data", str(data.root), "watch"],
+            capture_output=True,
+            text=True,
+            timeout=WAIT_S,
+        )
+    assert result.returncode == 1
+    assert f"another docdex process (pid {os.getpid()}) already watches" in result.stderr
+    assert load_current(data) is None  # it indexed nothing
