@@ -15,7 +15,7 @@ import msgspec
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, create_model
+from pydantic import Field, ValidationError, create_model
 
 from .documents import Docs
 from .errors import SearchError
@@ -92,9 +92,35 @@ _FILES_A_REQUEST = ToolAnnotations(
 )
 
 
+class DocdexMCP(MCPServer):
+    """The SDK's server, with arguments that fail validation answered in plain sentences
+    (the SDK's own message names pydantic's internal model and links to its docs)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(argument_errors(name, exc.__cause__)) from exc.__cause__
+            raise
+
+
+def argument_errors(tool: str, error: ValidationError) -> str:
+    """`error`, as one sentence per argument: which argument, what was wrong, what came."""
+    problems = []
+    for item in error.errors(include_url=False):
+        name = ".".join(str(part) for part in item["loc"]) or "arguments"
+        if item["type"] == "missing":
+            problems.append(f"{name} is required")
+        else:
+            got = repr(item.get("input"))[:80]
+            problems.append(f"{name}: {item['msg'][:1].lower()}{item['msg'][1:]} (got {got})")
+    return f"invalid arguments for {tool}: " + "; ".join(problems)
+
+
 def build_mcp(docs: Docs) -> MCPServer:
     """The MCP server with every tool registered, in the order list_tools shows them."""
-    mcp = MCPServer("docdex", instructions=INSTRUCTIONS)
+    mcp = DocdexMCP("docdex", instructions=INSTRUCTIONS)
     _add_search_tools(mcp, docs)
     _add_document_tools(mcp, docs)
     _add_reindex_tool(mcp, docs)

@@ -236,10 +236,17 @@ def test_search_docs_filters(servers):
         ({"query": "install", "num_results": 0}, "between 1 and 100"),
         ({"query": "install", "num_results": 101}, "between 1 and 100"),
         ({"query": "install", "source": "nope"}, "valid sources: docs"),
+        (
+            {"query": "install", "num_results": "many"},
+            "invalid arguments for search_docs: num_results: input should be a valid integer",
+        ),
+        ({"num_results": 3}, "invalid arguments for search_docs: query is required"),
     ],
 )
 def test_search_docs_bad_input_is_a_tool_error(servers, args, message):
-    assert message in error_text(call_tool(servers.open.mcp_url, "search_docs", args))
+    text = error_text(call_tool(servers.open.mcp_url, "search_docs", args))
+    assert message in text
+    assert "pydantic" not in text and "Arguments" not in text
 
 
 def test_query_docs_lists_pages_by_metadata(servers):
