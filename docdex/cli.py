@@ -503,10 +503,10 @@ def cmd_mcp(data: DataDir, args) -> int:
 
     if not args.watch:
         return serve_stdio(data, model)
-    from docdex.indexer.watch import WatchThread
+    from docdex.indexer.watch import watching_in_background
 
     data.ensure()
-    with WatchThread(data):
+    with watching_in_background(data):
         return serve_stdio(data, model)
 
 

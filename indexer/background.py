@@ -22,13 +22,13 @@ class Background:
         self._started = False
 
     def start(self) -> None:
-        from .poller import Poller
+        from .poller import polling
         from .worker import start_worker_process, stop_worker_process
 
         if self._started:
             return
         self._started = True
-        self._running.enter_context(Poller(self.data))
+        self._running.enter_context(polling(self.data))
         if self.worker:
             self._running.callback(stop_worker_process, start_worker_process(self.data))
 

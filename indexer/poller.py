@@ -20,6 +20,8 @@ from docdex.index_format.layout import DataDir, write_atomic
 from docdex.index_format.queue import IndexRequest, file_request, pending_requests
 from docdex.runtime.logs import log_event
 
+from .threads import in_background
+
 log = logging.getLogger("docdex.poller")
 
 TICK_S = 30.0  # how often the thread looks for due sources
@@ -71,28 +73,16 @@ def read_stamps(data: DataDir) -> dict[str, float]:
         return {}
 
 
-class Poller:
-    """The polling thread; use as a context manager around the server."""
+def polling(data: DataDir, tick_s: float = TICK_S):
+    """A context manager: the polling thread runs while its block does (around the server)."""
+    return in_background("docdex-poller", lambda stop: _poll_until(data, stop, tick_s))
 
-    def __init__(self, data: DataDir, tick_s: float = TICK_S) -> None:
-        self.data = data
-        self.tick_s = tick_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="docdex-poller", daemon=True)
 
-    def __enter__(self) -> Poller:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        while True:
-            try:
-                poll_once(self.data)
-            except Exception as exc:  # the thread outlives a bad config or a full disk
-                log_event(log, "poll-failed", logging.WARNING, error=str(exc))
-            if self._stop.wait(self.tick_s):
-                return
+def _poll_until(data: DataDir, stop: threading.Event, tick_s: float) -> None:
+    while True:
+        try:
+            poll_once(data)
+        except Exception as exc:  # the thread outlives a bad config or a full disk
+            log_event(log, "poll-failed", logging.WARNING, error=str(exc))
+        if stop.wait(tick_s):
+            return

@@ -34,6 +34,7 @@ from docdex.runtime.logs import log_event
 
 from .lock import watch_lock
 from .pipeline import Dirty, RunReport, index_sources
+from .threads import in_background
 from .worktree import WORKTREE_SUFFIX, is_editor_temp
 
 log = logging.getLogger("docdex.watch")
@@ -297,28 +298,17 @@ def watch(
         WatchLoop(data, names, **options).run(stop or threading.Event())
 
 
-class WatchThread:
-    """`watch` beside another job of this process (`docdex mcp --watch`): it indexes the
-    checkouts unless another process already watches them, in which case this process only
-    reads. A context manager: leaving it stops the watch."""
+def watching_in_background(data: DataDir):
+    """A context manager: while its block runs (`docdex mcp --watch`), a thread indexes the
+    checkouts as `watch` does, unless another process already watches them, in which case
+    this process only reads."""
+    return in_background("docdex-watch", lambda stop: _watch_unless_watched(data, stop), 10)
 
-    def __init__(self, data: DataDir) -> None:
-        self.data = data
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="docdex-watch", daemon=True)
 
-    def __enter__(self) -> WatchThread:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-
-    def _run(self) -> None:
-        try:
-            watch(self.data, None, self._stop)
-        except WatchBusy as exc:
-            log_event(log, "watch-skipped", reason=f"{exc}; this process only reads")
-        except (WatchError, OSError) as exc:  # no checkout source; inotify's limit
-            log_event(log, "watch-failed", logging.WARNING, error=str(exc))
+def _watch_unless_watched(data: DataDir, stop: threading.Event) -> None:
+    try:
+        watch(data, None, stop)
+    except WatchBusy as exc:
+        log_event(log, "watch-skipped", reason=f"{exc}; this process only reads")
+    except (WatchError, OSError) as exc:  # no checkout source; inotify's limit
+        log_event(log, "watch-failed", logging.WARNING, error=str(exc))
