@@ -31,6 +31,7 @@ SOURCE = "docdex-docs"
 QUERY = "how does a git push get indexed?"
 READY_TIMEOUT_S = 180
 INDEX_TIMEOUT_S = 600
+WORKER_STOP_S = 30  # a worker stops its cycle and exits on SIGTERM
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "docdex demo",
     "GIT_AUTHOR_EMAIL": "demo@docdex.invalid",
@@ -161,13 +162,28 @@ def _wait_searchable(server: ServeProcess) -> None:
 
 
 def _stop(server: ServeProcess | None, data: DataDir) -> None:
-    """The server and its worker, then a worker the hook started before serve's, if any."""
+    """The server and its worker, then a worker the hook started before serve's, if any;
+    returns once the worker is gone, so that nothing writes into the files removed next."""
     if server is not None:
         server.stop()
     pid = worker_pid(data) if data.state.is_dir() else None
     if pid is not None and pid != os.getpid():
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
+        _wait_gone(pid, WORKER_STOP_S)
+
+
+def _wait_gone(pid: int, timeout_s: float) -> None:
+    """Until `pid` has exited (a zombie nobody reaps yet counts as exited)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            return
+        if state == "Z":
+            return
+        time.sleep(0.05)
 
 
 # --- the search ----------------------------------------------------------------------------
