@@ -15,6 +15,7 @@ from docdex.index_format.config import ConfigError, load_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.model import ServedPage
 
+from .budget import DEFAULT_MAX_CHARS, check_max_chars, within_budget
 from .health import health_report
 from .pages import CHUNK_ID, chunk_document, page_document, page_summary, source_info
 from .reindex import request_reindex
@@ -46,9 +47,15 @@ class Docs:
         self.started = time.monotonic() if started is None else started
 
     def search(
-        self, query: str, num_results: int = 10, source: str = "", path_prefix: str = ""
+        self,
+        query: str,
+        num_results: int = 10,
+        source: str = "",
+        path_prefix: str = "",
+        max_chars: int = DEFAULT_MAX_CHARS,
     ) -> SearchResult:
-        """search_docs and /api/search."""
+        """search_docs and /api/search: the hits' texts hold at most `max_chars`."""
+        check_max_chars(max_chars)
         with self.holder.acquire() as snapshot:
             result = search(
                 snapshot,
@@ -68,7 +75,7 @@ class Docs:
             result.index_version,
             result.took_ms,
         )
-        return result
+        return within_budget(result, max_chars)
 
     def query_docs(
         self,

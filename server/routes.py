@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from .budget import DEFAULT_MAX_CHARS
 from .documents import Docs
 from .errors import SearchError
 from .search import MAX_RESULTS
@@ -49,12 +50,17 @@ async def _api_search(docs: Docs, request: Request) -> Response:
     except ValueError:
         return _json(400, {"error": f"n must be an integer between 1 and {MAX_RESULTS}"})
     try:
+        max_chars = int(params.get("max_chars", DEFAULT_MAX_CHARS))
+    except ValueError:
+        return _json(400, {"error": "max_chars must be an integer"})
+    try:
         result = await run_in_threadpool(
             docs.search,
             params.get("q", ""),
             n,
             params.get("source", ""),
             params.get("path_prefix", ""),
+            max_chars,
         )
     except SearchError as exc:
         return _json(400, {"error": str(exc)})

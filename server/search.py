@@ -55,6 +55,7 @@ class Hit(msgspec.Struct):
     end_line: int
     commit: str  # the page's last commit
     match: str  # "bm25" | "dense" | "both": which retriever found it
+    truncated: bool = False  # `text` was cut to fit the answer's budget (server/budget.py)
 
 
 class SearchResult(msgspec.Struct):

@@ -17,6 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError, create_model
 
+from .budget import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS
 from .documents import Docs
 from .errors import SearchError
 from .search import MAX_RESULTS, Hit, SearchResult
@@ -36,7 +37,10 @@ INSTRUCTIONS = (
 def _pydantic_model(struct: type[msgspec.Struct], name: str, doc: str | None = None, **types):
     """A pydantic model with the fields of a msgspec Struct, for the SDK's output schemas:
     the schema follows the Struct the answer is encoded from, so the two cannot drift."""
-    fields = {f.name: (types.get(f.name, f.type), ...) for f in msgspec.structs.fields(struct)}
+    fields = {
+        f.name: (types.get(f.name, f.type), ... if f.required else f.default)
+        for f in msgspec.structs.fields(struct)
+    }
     return create_model(name, __doc__=doc, **fields)
 
 
@@ -56,7 +60,9 @@ SEARCH_DESCRIPTION = (
     "result cites where it comes from: source, path, start_line-end_line of the file at "
     "commit, and the heading breadcrumb; `text` is the section's raw markdown. Cite results as "
     "path:start_line-end_line. Fetch the whole page with get_document(doc_id), or one section "
-    "with get_document(chunk_id). low_confidence=true means nothing matched well: rephrase or "
+    "with get_document(chunk_id); a hit with truncated=true was cut to keep the answer within "
+    "max_chars, and get_document(chunk_id) has all of it. "
+    "low_confidence=true means nothing matched well: rephrase or "
     "use other terms rather than trusting the results. Optional filters: source (a name from "
     "list_sources) and path_prefix (e.g. 'guide/')."
 )
@@ -133,8 +139,14 @@ def _add_search_tools(mcp: MCPServer, docs: Docs) -> None:
         num_results: Annotated[int, Field(description=f"1-{MAX_RESULTS}")] = 10,
         source: Annotated[str, Field(description="only this source ('' = all)")] = "",
         path_prefix: Annotated[str, Field(description="only paths starting with this")] = "",
+        max_chars: Annotated[
+            int, Field(description=f"budget for the hits' text ({MIN_MAX_CHARS}-{MAX_MAX_CHARS})")
+        ] = DEFAULT_MAX_CHARS,
     ) -> Annotated[CallToolResult, SearchOutput]:
-        return _answer("search_docs", lambda: docs.search(query, num_results, source, path_prefix))
+        return _answer(
+            "search_docs",
+            lambda: docs.search(query, num_results, source, path_prefix, max_chars),
+        )
 
     def query_docs(
         source: str = "",

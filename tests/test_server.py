@@ -158,7 +158,7 @@ def test_tools_have_the_expected_names_and_parameters(servers):
     tools = {t.name: t for t in asyncio.run(run())}
     params = {name: set(t.input_schema["properties"]) for name, t in tools.items()}
     assert params == {
-        "search_docs": {"query", "num_results", "source", "path_prefix"},
+        "search_docs": {"query", "num_results", "source", "path_prefix", "max_chars"},
         "query_docs": {
             "source",
             "file_path_contains",
@@ -204,7 +204,9 @@ def test_search_docs_returns_cited_hits(servers):
         "end_line",
         "commit",
         "match",
+        "truncated",
     }
+    assert top["truncated"] is False  # a short section fits the default budget whole
     assert top["doc_id"] == "docs:faq.md" and top["chunk_id"].startswith("docs:faq.md#chunk")
     assert "E1234" in top["text"] and top["heading"] == "FAQ › Error E1234"
     lines = FAQ_E1234.split("\n")[top["start_line"] - 1 : top["end_line"]]

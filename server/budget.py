@@ -1,0 +1,56 @@
+"""Answers that fit an agent's context: the text of a search answer stays within a budget of
+characters, whatever the index holds.
+
+Hits keep their rank order. Each gets its whole text while the budget allows, but always
+leaves `FLOOR_CHARS` for every hit ranked after it, so a long first hit cannot crowd the
+others out; a text that does not fit is cut at a line (else a word) boundary and marked
+`truncated`, and its `chunk_id` fetches the rest with get_document.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from .errors import SearchError
+from .search import Hit, SearchResult
+
+# 20,000 characters of text plus the hits' metadata (about 300 characters each) keep a
+# 10-hit answer near 6,000 tokens at the 3.5-4 characters per token of English markdown:
+# under the 8k tokens an agent can afford for one tool answer, with room for code, which
+# tokenises denser.
+DEFAULT_MAX_CHARS = 20_000
+MIN_MAX_CHARS = 1_000
+MAX_MAX_CHARS = 100_000  # the hard cap: no search answer carries more text than this
+FLOOR_CHARS = 200
+
+
+def check_max_chars(max_chars: int) -> None:
+    if not isinstance(max_chars, int) or not MIN_MAX_CHARS <= max_chars <= MAX_MAX_CHARS:
+        raise SearchError(
+            f"max_chars must be between {MIN_MAX_CHARS:,} and {MAX_MAX_CHARS:,}, got {max_chars!r}"
+        )
+
+
+def within_budget(result: SearchResult, max_chars: int) -> SearchResult:
+    """`result` with its hits' texts cut so that together they hold at most `max_chars`."""
+    left = max_chars
+    hits: list[Hit] = []
+    for rank, hit in enumerate(result.results):
+        after = len(result.results) - rank - 1
+        allowance = min(left, max(left - FLOOR_CHARS * after, FLOOR_CHARS))
+        if len(hit.text) > allowance:
+            hit = msgspec.structs.replace(hit, text=cut(hit.text, allowance), truncated=True)
+        left -= len(hit.text)
+        hits.append(hit)
+    return msgspec.structs.replace(result, results=hits)
+
+
+def cut(text: str, limit: int) -> str:
+    """At most `limit` characters of `text`, ending at a line break or, failing one in the
+    second half, a space, else anywhere."""
+    head = text[:limit]
+    for boundary in ("\n", " "):
+        at = head.rfind(boundary)
+        if at >= limit // 2:
+            return head[:at].rstrip()
+    return head
