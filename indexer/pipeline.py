@@ -223,17 +223,22 @@ def _context(
     )
 
 
+def load_embedder(settings: Settings) -> Embedder:
+    """The model that embeds passages, as `settings` configure it."""
+    return Embedder.load(
+        threads=settings.threads or None,
+        window_tokens=settings.window_tokens,
+        window_overlap=settings.window_overlap,
+    )
+
+
 def _embedder_loader(settings: Settings, loaded: Embedder | None) -> Callable[[], Embedder]:
     """The model, loaded once at the first call: a run that embeds nothing (nothing changed,
     renames, deletions) never loads it."""
 
     @functools.cache
     def load() -> Embedder:
-        return loaded or Embedder.load(
-            threads=settings.threads or None,
-            window_tokens=settings.window_tokens,
-            window_overlap=settings.window_overlap,
-        )
+        return loaded or load_embedder(settings)
 
     return load
 
@@ -363,7 +368,7 @@ def _index_repo(ctx: RunContext, run: RunState, src: SourceRun, repo: Repo) -> N
     else:
         branch, head = resolve_branch(repo, source.branch or None)
         if head is None:
-            _branch_missing(ctx, run, src, repo, branch)
+            _branch_missing(run, src, repo, branch)
             return
         found = changes.commit_changes(repo, source, max_bytes, branch, head, base, src.old_pages)
     if found is None:
@@ -397,9 +402,7 @@ def _previous_pages(data: DataDir, previous: SourceState | None) -> dict[str, St
     return {p.path: p for p in load_pages(data, previous.pages_file, StoredPage)}
 
 
-def _branch_missing(
-    ctx: RunContext, run: RunState, src: SourceRun, repo: Repo, branch: str
-) -> None:
+def _branch_missing(run: RunState, src: SourceRun, repo: Repo, branch: str) -> None:
     if not src.old_pages:
         raise SourceError(
             f"branch {branch!r} does not exist in {src.config.location}"

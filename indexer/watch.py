@@ -33,7 +33,7 @@ from docdex.model.embedder import Embedder
 from docdex.runtime.logs import log_event
 
 from .lock import watch_lock
-from .pipeline import Dirty, RunReport, index_sources
+from .pipeline import Dirty, RunReport, index_sources, load_embedder
 from .threads import in_background
 from .worktree import WORKTREE_SUFFIX, is_editor_temp
 
@@ -194,7 +194,7 @@ class WatchLoop:
         self.data = data
         config = load_config(data)
         self.watched = watched_sources(config, names)
-        self.embedder = embedder or _load_embedder(config)
+        self.embedder = embedder or load_embedder(config.settings)
         self.quiet_ms = quiet_ms
         self.max_latency_s = max_latency_ms / 1000
         self.on_cycle = on_cycle
@@ -273,15 +273,6 @@ class WatchLoop:
         if stale:
             log_event(log, "reindex-worktree", sources=stale, version=version)
             self._cycle(None, stale)
-
-
-def _load_embedder(config: Config) -> Embedder:
-    settings = config.settings
-    return Embedder.load(
-        threads=settings.threads or None,
-        window_tokens=settings.window_tokens,
-        window_overlap=settings.window_overlap,
-    )
 
 
 def watch(

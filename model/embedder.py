@@ -22,7 +22,7 @@ from tokenizers import Tokenizer
 
 from docdex.index_format.model import WINDOW_OVERLAP, WINDOW_TOKENS, EmbedderInfo
 
-from .files import load_tokenizer, model_info, verified_weights
+from .files import load_tokenizer, model_info, weights_path
 from .sessions import cached_graph, cached_session
 from .windows import (
     CLS_ID,
@@ -86,8 +86,8 @@ class Embedder:
 
         `for_queries`: run the int8 query graph, a third of the memory of the float32 one
         and as fast for one window; an index's passages are always embedded in float32."""
-        path, _model_id, sha = verified_weights()
-        info = model_info(window_tokens, window_overlap)
+        info = model_info(window_tokens, window_overlap)  # checks the weights' pinned hash
+        path, sha = weights_path(), info.sha256
         tokenizer = load_tokenizer()
         threads = threads or os.cpu_count() or 1
         session = _int8_session(path, sha, threads) if for_queries else None

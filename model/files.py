@@ -47,9 +47,14 @@ def model_info(
     )
 
 
+def weights_path() -> Path:
+    """The installed model file, located (`verified_weights` checks it)."""
+    return model_file(WEIGHTS_PKG, WEIGHTS_FILE, WEIGHTS_INSTALL)
+
+
 def verified_weights() -> tuple[Path, str, str]:
     """(model path, model id, sha256), checked against the package's pinned hash."""
-    path = model_file(WEIGHTS_PKG, WEIGHTS_FILE, WEIGHTS_INSTALL)
+    path = weights_path()
     model_id, pinned_sha, pinned_size = _weights_constants()
     size = path.stat().st_size
     sha = _file_sha256(path)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .windows import unit_rows
+from .windows import mean_pooled, unit_rows
 
 if TYPE_CHECKING:
     from .embedder import Embedder
@@ -35,9 +35,7 @@ def embed_with_tokens(
         lengths = np.fromiter((len(w) for w in windows), dtype=np.int64, count=len(windows))
         for group in _token_batches(lengths, embedder.token_budget, embedder.max_batch):
             hidden, mask = embedder.hidden_states([windows[k] for k in group])
-            m = mask[:, :, None].astype(np.float32)
-            pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1.0)
-            vectors[group] = unit_rows(pooled)
+            vectors[group] = mean_pooled(hidden, mask)
             for j, k in enumerate(group):
                 rows[k] = hidden[j, 1 : len(windows[k]) - 1]
             if progress is not None:
