@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from docdex.index_format.model import ChunkRecord, ServedPage, SourceState
+from docdex.index_format.reassembly import reassemble
 
 from .snapshot import Snapshot
 
@@ -43,19 +44,6 @@ def page_chunks(snapshot: Snapshot, page: ServedPage) -> list[ChunkRecord]:
         if seg is not None and 0 <= ref.index < len(seg.chunks):
             out.append(seg.chunks[ref.index])
     return out
-
-
-def reassemble(chunks: list[ChunkRecord]) -> str:
-    """The page's markdown rebuilt from its chunks, line-aligned with the file: line N of the
-    result is line N of the file wherever a chunk covers it; other lines (front matter, blank
-    separators, dropped near-empty fragments) are empty."""
-    lines: list[str] = []
-    for chunk in sorted(chunks, key=lambda c: c.start_line):
-        first = chunk.start_line - 1
-        if first > len(lines):
-            lines += [""] * (first - len(lines))
-        lines += chunk.text.split("\n")[len(lines) - first :]
-    return "\n".join(lines)
 
 
 def page_document(snapshot: Snapshot, page: ServedPage) -> dict[str, Any]:
