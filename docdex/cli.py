@@ -111,6 +111,9 @@ def _add_source_commands(commands) -> None:
     add.add_argument("location", help="bare repository, checkout, or git URL")
     add.add_argument("--branch", default="", help="branch to index (default: HEAD's)")
     add.add_argument(
+        "--description", default="", help="one line on what the source holds, shown to agents"
+    )
+    add.add_argument(
         "--include",
         action="append",
         metavar="GLOB",
@@ -148,6 +151,7 @@ def cmd_source_add(data: DataDir, args) -> int:
         branch=args.branch,
         include=args.include or list(DEFAULT_INCLUDE),
         exclude=args.exclude,
+        description=args.description.strip(),
     )
     save_config(data, msgspec.structs.replace(config, sources=[*config.sources, source]))
     print(f"added source {name} ({kind}: {location}); run `docdex index {name}` to index it")
@@ -166,6 +170,7 @@ def cmd_source_list(data: DataDir, args) -> int:
         print(
             f"{s.name}\t{s.location}\t{branch}\tinclude={','.join(s.include)}"
             + (f"\texclude={','.join(s.exclude)}" if s.exclude else "")
+            + (f"\t{s.description}" if s.description else "")
         )
     return EXIT_OK
 

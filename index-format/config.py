@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from .layout import DataDir, write_atomic
-from .model import WINDOW_OVERLAP, WINDOW_TOKENS, ChunkerSettings
+from .model import CHUNKER_RULES, WINDOW_OVERLAP, WINDOW_TOKENS, ChunkerSettings
 
 DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown"]
 SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -58,6 +58,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             budget_chars=self.budget_chars,
             section_levels=self.section_levels,
             min_alnum=self.min_alnum,
+            rules=CHUNKER_RULES,
         )
 
 
@@ -68,6 +69,7 @@ class SourceConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     include: list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_INCLUDE))
     exclude: list[str] = []
     poll_interval: int = 1800  # seconds, remote sources only
+    description: str = ""  # one line on what the source holds, for agents (list_sources)
 
 
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

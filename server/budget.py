@@ -1,5 +1,5 @@
 """Answers that fit an agent's context: the text of a search answer stays within a budget of
-characters, whatever the index holds.
+characters, and no answer of any tool passes a hard cap, whatever the index holds.
 
 Hits keep their rank order. Each gets its whole text while the budget allows, but always
 leaves `FLOOR_CHARS` for every hit ranked after it, so a long first hit cannot crowd the
@@ -9,10 +9,14 @@ others out; a text that does not fit is cut at a line (else a word) boundary and
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import msgspec
 
 from .errors import SearchError
 from .search import Hit, SearchResult
+
+AnswerT = TypeVar("AnswerT", bound=msgspec.Struct)
 
 # 20,000 characters of text plus the hits' metadata (about 300 characters each) keep a
 # 10-hit answer near 6,000 tokens at the 3.5-4 characters per token of English markdown:
@@ -20,8 +24,14 @@ from .search import Hit, SearchResult
 # tokenises denser.
 DEFAULT_MAX_CHARS = 20_000
 MIN_MAX_CHARS = 1_000
-MAX_MAX_CHARS = 100_000  # the hard cap: no search answer carries more text than this
+MAX_MAX_CHARS = 100_000  # no answer carries more text than this
 FLOOR_CHARS = 200
+# The hard cap on any tool's whole answer (its JSON, in characters): MAX_MAX_CHARS of text,
+# its escapes, and the metadata of 100 hits; an answer that would pass it leaves out its last
+# items (hits, pages, sections) and says how many in `omitted`.
+ANSWER_CAP_CHARS = 200_000
+
+_encode = msgspec.json.Encoder().encode
 
 
 def check_max_chars(max_chars: int) -> None:
@@ -43,6 +53,28 @@ def within_budget(result: SearchResult, max_chars: int) -> SearchResult:
         left -= len(hit.text)
         hits.append(hit)
     return msgspec.structs.replace(result, results=hits)
+
+
+def answer_chars(answer: msgspec.Struct) -> int:
+    return len(_encode(answer).decode())
+
+
+def within_cap(answer: AnswerT, items: str) -> AnswerT:
+    """`answer` with its list `items` shortened until the whole answer is at most
+    ANSWER_CAP_CHARS: the longest prefix that fits, found by bisection."""
+    if answer_chars(answer) <= ANSWER_CAP_CHARS:
+        return answer
+    full = getattr(answer, items)
+
+    def keeping(n: int) -> AnswerT:
+        return msgspec.structs.replace(answer, **{items: full[:n], "omitted": len(full) - n})
+
+    low, high = 0, len(full)  # keeping(low) fits (the items' metadata is clipped), high not
+    while high - low > 1:
+        middle = (low + high) // 2
+        fits = answer_chars(keeping(middle)) <= ANSWER_CAP_CHARS
+        low, high = (middle, high) if fits else (low, middle)
+    return keeping(low)
 
 
 def cut(text: str, limit: int) -> str:

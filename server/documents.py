@@ -11,17 +11,39 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from docdex.index_format.config import ConfigError, load_config
+import msgspec
+
+from docdex.index_format.config import ConfigError, SourceConfig, load_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.model import ServedPage
 
-from .budget import DEFAULT_MAX_CHARS, check_max_chars, within_budget
+from .answers import Document, PageList, PageSummary, ReindexReceipt, SourceInfo, SourceList
+from .budget import (
+    DEFAULT_MAX_CHARS,
+    MAX_MAX_CHARS,
+    check_max_chars,
+    within_budget,
+    within_cap,
+)
+from .errors import SearchError
 from .health import health_report
-from .pages import CHUNK_ID, chunk_document, page_document, page_summary, source_info
+from .instructions import server_instructions
+from .pages import (
+    CHUNK_ID,
+    DESCRIPTION_CHARS,
+    Paging,
+    chunk_document,
+    clip,
+    page_document,
+    page_summary,
+    page_text,
+    source_info,
+)
+from .paging import RESOURCE_PAGE, check_lines, decode_page_cursor, encode_page_cursor
 from .reindex import request_reindex
 from .search import SearchResult, search
 from .validation import check_doc_id, check_limit, check_source, parse_date, unknown_doc
-from .versions import VersionHolder
+from .versions import NoVersion, VersionHolder
 
 if TYPE_CHECKING:
     from docdex.model.embedder import Embedder
@@ -75,7 +97,7 @@ class Docs:
             result.index_version,
             result.took_ms,
         )
-        return within_budget(result, max_chars)
+        return within_cap(within_budget(result, max_chars), "results")
 
     def query_docs(
         self,
@@ -85,7 +107,7 @@ class Docs:
         created_after: str = "",
         created_before: str = "",
         limit: int = 20,
-    ) -> dict[str, Any]:
+    ) -> PageList:
         """Pages by metadata, sorted by source and path: at most `limit` of `total`."""
         check_limit(limit)
         after = parse_date("created_after", created_after)
@@ -103,45 +125,111 @@ class Docs:
             ]
             version = snapshot.version
         matched.sort(key=lambda p: (p.source, p.path))
-        return {
-            "documents": [page_summary(p) for p in matched[:limit]],
-            "total": len(matched),
-            "truncated": len(matched) > limit,
-            "index_version": version,
-        }
+        answer = PageList(
+            documents=[page_summary(p) for p in matched[:limit]],
+            total=len(matched),
+            truncated=len(matched) > limit,
+            index_version=version,
+        )
+        answer = within_cap(answer, "documents")
+        return msgspec.structs.replace(answer, truncated=len(answer.documents) < answer.total)
 
-    def get_document(self, doc_id: str) -> dict[str, Any]:
-        """A page (SOURCE:PATH) or one of its chunks (SOURCE:PATH#chunkN)."""
+    def get_document(
+        self,
+        doc_id: str,
+        start_line: int = 0,
+        end_line: int = 0,
+        cursor: str = "",
+        max_chars: int = DEFAULT_MAX_CHARS,
+    ) -> Document:
+        """A window of a page (SOURCE:PATH) or of one of its chunks (SOURCE:PATH#chunkN):
+        lines start_line..end_line, or where `cursor` points, at most `max_chars` of text."""
         check_doc_id(doc_id)
+        check_max_chars(max_chars)
+        check_lines(start_line, end_line)
+        if cursor and (start_line or end_line):
+            raise SearchError("pass either cursor or start_line/end_line, not both")
+        paging = Paging(max_chars, start_line, end_line, cursor)
         with self.holder.acquire() as snapshot:
             if CHUNK_ID.search(doc_id) and (chunk := snapshot.chunk(doc_id)) is not None:
-                return chunk_document(snapshot, chunk)
-            page = snapshot.pages.get(doc_id)
-            if page is None:
+                answer = chunk_document(snapshot, chunk, paging)
+            elif (page := snapshot.pages.get(doc_id)) is not None:
+                answer = page_document(snapshot, page, paging)
+            else:
                 raise unknown_doc(snapshot, doc_id)
-            return page_document(snapshot, page)
+        return within_cap(answer, "sections")
 
-    def list_sources(self) -> dict[str, Any]:
+    def list_sources(self) -> SourceList:
         """The indexed sources, then the configured ones the served version lacks."""
+        configured = {s.name: s for s in self._configured_sources()}
         with self.holder.acquire() as snapshot:
             states = dict(snapshot.manifest.sources)
             version = snapshot.version
-        sources = [source_info(state) for _, state in sorted(states.items())]
+        sources = [
+            source_info(state, _description(configured.get(name)))
+            for name, state in sorted(states.items())
+        ]
         sources += [
-            {"name": name, "indexed": False, "note": "configured but not in this index version yet"}
-            for name in self._configured_sources()
+            SourceInfo(
+                name=name,
+                indexed=False,
+                description=_description(config),
+                note="configured but not in this index version yet",
+            )
+            for name, config in configured.items()
             if name not in states
         ]
-        return {"sources": sources, "index_version": version}
+        return within_cap(SourceList(sources=sources, index_version=version), "sources")
 
-    def _configured_sources(self) -> list[str]:
+    def _configured_sources(self) -> list[SourceConfig]:
         try:
-            return [s.name for s in load_config(self.data).sources]
+            return load_config(self.data).sources
         except ConfigError as exc:
             log.warning("cannot read %s: %s", self.data.config, exc)
             return []
 
-    def reindex(self, source: str = "") -> dict[str, Any]:
+    def instructions(self) -> str:
+        """The MCP server's instructions: what is indexed and how to use the tools."""
+        try:
+            sources = self.list_sources().sources
+        except NoVersion:
+            sources = [
+                SourceInfo(name=c.name, indexed=False, description=_description(c))
+                for c in self._configured_sources()
+            ]
+        return server_instructions(sources)
+
+    def list_pages(
+        self, cursor: str = "", limit: int = RESOURCE_PAGE
+    ) -> tuple[list[PageSummary], str]:
+        """Pages in doc_id order after `cursor`, and the cursor of the next page ("": none)."""
+        after = decode_page_cursor(cursor)
+        with self.holder.acquire() as snapshot:
+            ids = sorted(doc_id for doc_id in snapshot.pages if doc_id > after)
+            pages = [page_summary(snapshot.pages[doc_id]) for doc_id in ids[:limit]]
+        more = len(ids) > limit
+        return pages, encode_page_cursor(pages[-1].doc_id) if more else ""
+
+    def read_page(self, source: str, path: str) -> str:
+        """A page's markdown for resources/read, cut at the answer cap (with a note saying
+        how to read the rest)."""
+        doc_id = f"{source}:{path}"
+        check_doc_id(doc_id)
+        with self.holder.acquire() as snapshot:
+            page = snapshot.pages.get(doc_id)
+            if page is None:
+                raise unknown_doc(snapshot, doc_id)
+            text = page_text(snapshot, page)
+        if len(text) <= MAX_MAX_CHARS:
+            return text
+        window = self.get_document(doc_id, max_chars=MAX_MAX_CHARS)
+        return (
+            f"{window.text}\n<!-- docdex: the page continues after line {window.end_line} of "
+            f"{window.last_line}; get_document(doc_id={doc_id!r}, "
+            f"cursor={window.next_cursor!r}) reads on -->\n"
+        )
+
+    def reindex(self, source: str = "") -> ReindexReceipt:
         """File a reindex request (the server itself never writes the index)."""
         return request_reindex(self.data, self.holder, source)
 
@@ -159,3 +247,7 @@ def _created_within(page: ServedPage, after: datetime | None, before: datetime |
         return False  # no usable date: it cannot satisfy a date filter
     created = created if created.tzinfo else created.replace(tzinfo=UTC)
     return (after is None or created > after) and (before is None or created < before)
+
+
+def _description(config: SourceConfig | None) -> str:
+    return clip(config.description, DESCRIPTION_CHARS) if config else ""

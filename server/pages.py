@@ -1,17 +1,23 @@
-"""The JSON shapes the tools answer with: page summaries, whole pages, chunks and sources.
+"""The answers about pages, chunks and sources, built from one leased version.
 
 A page is served as it was indexed: its text is reassembled from its chunks (the index
-keeps no other copy), line-aligned with the file at the indexed commit.
+keeps no other copy), line-aligned with the file at the indexed commit. Metadata that a
+file controls (titles, headings, descriptions, tags) is clipped, so that no page can make
+an answer large; text is paged (paging.py).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from urllib.parse import quote
+
+import msgspec
 
 from docdex.index_format.model import ChunkRecord, ServedPage, SourceState
 from docdex.index_format.reassembly import reassemble
 
+from .answers import Document, PageSummary, Section, SourceInfo
+from .paging import Cursor, Lines, Window, decode_cursor, encode_cursor
 from .snapshot import Snapshot
 
 CHUNK_ID = re.compile(r"#chunk(\d+)$")
@@ -19,21 +25,50 @@ TEXT_KIND = (
     "reassembled from the indexed chunks, line-aligned with the file (lines outside every "
     "chunk, such as front matter, are blank)"
 )
+RESOURCE_SCHEME = "docdex"
+RESOURCE_TEMPLATE = "docdex://{source}/{+path}"
+# RFC 6570 reserved expansion keeps these as they are; `?`, `#`, `[` and `]` are escaped too,
+# so that no client mistakes part of a path for a query or a fragment.
+_URI_SAFE = "/:@!$&'()*+,;="
+TITLE_CHARS = 300
+DESCRIPTION_CHARS = 500
+MAX_TAGS = 20
+TAG_CHARS = 80
+MAX_HEADINGS = 8
+ERROR_CHARS = 500
 
 
-def page_summary(page: ServedPage) -> dict[str, Any]:
-    return {
-        "doc_id": page.doc_id,
-        "source": page.source,
-        "path": page.path,
-        "title": page.title,
-        "description": page.description,
-        "tags": list(page.tags),
-        "created": page.created,
-        "modified": page.modified,
-        "commit": page.commit,
-        "chunks": len(page.chunks),
-    }
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def clip_headings(headings: list[str]) -> list[str]:
+    return [clip(h, TITLE_CHARS) for h in headings[:MAX_HEADINGS]]
+
+
+def breadcrumb(headings: list[str]) -> str:
+    return " › ".join(clip_headings(headings))
+
+
+def resource_uri(source: str, path: str) -> str:
+    """The page's MCP resource URI, the expansion of RESOURCE_TEMPLATE."""
+    return f"{RESOURCE_SCHEME}://{source}/{quote(path, safe=_URI_SAFE)}"
+
+
+def page_summary(page: ServedPage) -> PageSummary:
+    return PageSummary(
+        doc_id=page.doc_id,
+        source=page.source,
+        path=page.path,
+        uri=resource_uri(page.source, page.path),
+        title=clip(page.title, TITLE_CHARS),
+        description=clip(page.description, DESCRIPTION_CHARS),
+        tags=[clip(tag, TAG_CHARS) for tag in page.tags[:MAX_TAGS]],
+        created=page.created,
+        modified=page.modified,
+        commit=page.commit,
+        chunks=len(page.chunks),
+    )
 
 
 def page_chunks(snapshot: Snapshot, page: ServedPage) -> list[ChunkRecord]:
@@ -46,64 +81,111 @@ def page_chunks(snapshot: Snapshot, page: ServedPage) -> list[ChunkRecord]:
     return out
 
 
-def page_document(snapshot: Snapshot, page: ServedPage) -> dict[str, Any]:
+def page_text(snapshot: Snapshot, page: ServedPage) -> str:
+    return reassemble(page_chunks(snapshot, page))
+
+
+class Paging(msgspec.Struct, frozen=True):
+    """What part of a text get_document answers with: lines, or a cursor, and a budget."""
+
+    max_chars: int
+    start_line: int = 0  # 0: from the first line
+    end_line: int = 0  # 0: to the last line
+    cursor: str = ""  # a next_cursor: continue there (the lines are then the cursor's)
+
+    def window(self, lines: Lines, doc_id: str, commit: str) -> tuple[Window, str]:
+        """The window to answer with and the cursor that continues it ("" when none)."""
+        if self.cursor:
+            where = decode_cursor(self.cursor, doc_id, commit, len(lines.text))
+            begin, stop = where.offset, where.stop
+        else:
+            begin, stop = lines.span(self.start_line, self.end_line)
+        window = lines.window(begin, stop, self.max_chars)
+        if window.next_offset is None:
+            return window, ""
+        return window, encode_cursor(Cursor(doc_id, commit, window.next_offset, stop))
+
+
+def page_document(snapshot: Snapshot, page: ServedPage, paging: Paging) -> Document:
     chunks = page_chunks(snapshot, page)
-    return {
-        "kind": "page",
-        **page_summary(page),
-        "size": page.size,
-        "index_version": snapshot.version,
-        "text": reassemble(chunks),
-        "text_kind": TEXT_KIND,
-        "sections": [
-            {
-                "chunk_id": c.chunk_id,
-                "heading": " › ".join(c.headings),
-                "start_line": c.start_line,
-                "end_line": c.end_line,
-            }
+    lines = Lines(reassemble(chunks))
+    window, cursor = paging.window(lines, page.doc_id, page.commit)
+    summary = page_summary(page)
+    return Document(
+        kind="page",
+        doc_id=page.doc_id,
+        source=page.source,
+        path=page.path,
+        uri=summary.uri,
+        title=summary.title,
+        commit=page.commit,
+        text=window.text,
+        start_line=window.start_line,
+        end_line=window.end_line,
+        last_line=lines.last_line,
+        truncated=bool(cursor),
+        next_cursor=cursor,
+        index_version=snapshot.version,
+        description=summary.description,
+        tags=summary.tags,
+        created=page.created,
+        modified=page.modified,
+        size=page.size,
+        chunks=len(chunks),
+        text_kind=TEXT_KIND,
+        sections=[
+            Section(c.chunk_id, breadcrumb(c.headings), c.start_line, c.end_line)
             for c in chunks
+            if c.end_line >= window.start_line and c.start_line <= window.end_line
         ],
-    }
+    )
 
 
-def chunk_document(snapshot: Snapshot, chunk: ChunkRecord) -> dict[str, Any]:
+def chunk_document(snapshot: Snapshot, chunk: ChunkRecord, paging: Paging) -> Document:
     page = snapshot.pages.get(chunk.doc_id)
+    commit = page.commit if page else ""
     number = int(CHUNK_ID.search(chunk.chunk_id).group(1))  # type: ignore[union-attr]
 
     def neighbour(n: int) -> str | None:
         chunk_id = f"{chunk.doc_id}#chunk{n}"
         return chunk_id if n >= 0 and snapshot.chunk(chunk_id) is not None else None
 
-    return {
-        "kind": "chunk",
-        "chunk_id": chunk.chunk_id,
-        "doc_id": chunk.doc_id,
-        "source": chunk.source,
-        "path": chunk.path,
-        "title": chunk.title,
-        "headings": list(chunk.headings),
-        "heading": " › ".join(chunk.headings),
-        "text": chunk.text,
-        "start_line": chunk.start_line,
-        "end_line": chunk.end_line,
-        "commit": page.commit if page else "",
-        "previous_chunk_id": neighbour(number - 1),
-        "next_chunk_id": neighbour(number + 1),
-        "index_version": snapshot.version,
-    }
+    lines = Lines(chunk.text, first_line=chunk.start_line)
+    window, cursor = paging.window(lines, chunk.chunk_id, commit)
+    return Document(
+        kind="chunk",
+        doc_id=chunk.doc_id,
+        source=chunk.source,
+        path=chunk.path,
+        uri=resource_uri(chunk.source, chunk.path),
+        title=clip(chunk.title, TITLE_CHARS),
+        commit=commit,
+        text=window.text,
+        start_line=window.start_line,
+        end_line=window.end_line,
+        last_line=lines.last_line,
+        truncated=bool(cursor),
+        next_cursor=cursor,
+        index_version=snapshot.version,
+        chunk_id=chunk.chunk_id,
+        headings=clip_headings(chunk.headings),
+        heading=breadcrumb(chunk.headings),
+        previous_chunk_id=neighbour(number - 1),
+        next_chunk_id=neighbour(number + 1),
+    )
 
 
-def source_info(state: SourceState) -> dict[str, Any]:
-    return {
-        "name": state.name,
-        "indexed": bool(state.commit),
-        "kind": state.kind,
-        "branch": state.branch,
-        "commit": state.commit,
-        "files": state.files,
-        "chunks": state.chunks,
-        "indexed_at": state.indexed_at,
-        "last_error": state.last_error,
-        "problems": len(state.problems),
-    }
+def source_info(state: SourceState, description: str) -> SourceInfo:
+    return SourceInfo(
+        name=state.name,
+        indexed=bool(state.commit),
+        description=description,
+        kind=state.kind,
+        branch=state.branch,
+        commit=state.commit,
+        files=state.files,
+        chunks=state.chunks,
+        indexed_at=state.indexed_at,
+        last_error=clip(state.last_error, ERROR_CHARS),
+        problems=len(state.problems),
+    )

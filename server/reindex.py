@@ -4,19 +4,19 @@ for the indexer (the worker beside `docdex serve`, or one a hook starts) to take
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from docdex.index_format.config import ConfigError, load_config
 from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.index_format.queue import IndexRequest, file_request, pending_requests
 
+from .answers import ReindexReceipt
 from .errors import SearchError
 from .versions import VersionHolder
 
 log = logging.getLogger("docdex.server")
 
 
-def request_reindex(data: DataDir, holder: VersionHolder, source: str = "") -> dict[str, Any]:
+def request_reindex(data: DataDir, holder: VersionHolder, source: str = "") -> ReindexReceipt:
     """File a request to re-read `source` ("" = every source), unless one is pending."""
     try:
         data.check()
@@ -34,15 +34,15 @@ def request_reindex(data: DataDir, holder: VersionHolder, source: str = "") -> d
         "filed" if filed else "pending",
         request.id,
     )
-    return {
-        "request_id": request.id,
-        "source": source,
-        "requested_at": request.requested_at,
-        "already_pending": not filed,
-        "serving_version": holder.serving,
-        "message": "the indexer publishes a new version when it takes the request; "
+    return ReindexReceipt(
+        request_id=request.id,
+        source=source,
+        requested_at=request.requested_at,
+        already_pending=not filed,
+        serving_version=holder.serving,
+        message="the indexer publishes a new version when it takes the request; "
         "search results name the version they come from (index_version)",
-    }
+    )
 
 
 def _file_once(data: DataDir, source: str) -> tuple[IndexRequest, bool]:

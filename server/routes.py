@@ -1,4 +1,5 @@
-"""The plain HTTP routes beside /mcp: `/` (what this is, a .mcp.json), /health, /api/search.
+"""The plain HTTP routes beside /mcp: `/` (what this is, client configurations), /health,
+/api/search.
 
 /api/search answers with the same JSON as search_docs: 400 for bad arguments, 503 while no
 version can be served.
@@ -15,6 +16,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from .budget import DEFAULT_MAX_CHARS
+from .clients import configs_text
 from .documents import Docs
 from .errors import SearchError
 from .search import MAX_RESULTS
@@ -74,23 +76,16 @@ def _json(status: int, body: Any) -> Response:
 
 
 def index_page(base: str, token_required: bool) -> str:
-    """The text at `/`: the MCP endpoint, the tools, and a .mcp.json to copy."""
-    headers = (
-        ',\n      "headers": {"Authorization": "Bearer ${DOCDEX_TOKEN}"}' if token_required else ""
-    )
+    """The text at `/`: the MCP endpoint, the tools, and each client's configuration for this
+    server (server/clients.py; docs/clients.md explains them)."""
+    mcp_url = f"{base}{MCP_PATH}"
+    auth = "Requests to /mcp and /api need 'Authorization: Bearer <DOCDEX_TOKEN>'.\n"
     return f"""docdex: documentation search for AI agents, over MCP.
 
-MCP endpoint (streamable HTTP): {base}{MCP_PATH}
+MCP endpoint (streamable HTTP): {mcp_url}
 Tools: search_docs, query_docs, get_document, list_sources, reindex
 Also: {base}/health (status), {base}/api/search?q=...&n=10 (same JSON as search_docs)
-{"Requests to /mcp and /api need 'Authorization: Bearer <DOCDEX_TOKEN>'." if token_required else ""}
-.mcp.json:
-{{
-  "mcpServers": {{
-    "docdex": {{
-      "type": "http",
-      "url": "{base}{MCP_PATH}"{headers}
-    }}
-  }}
-}}
-"""
+{auth if token_required else ""}
+Client configurations (stdio: the client starts docdex on its own machine; put in your paths):
+
+{configs_text(mcp_url, token_required)}"""

@@ -25,6 +25,7 @@ from docdex.model.late_interaction import encode_query
 
 from .candidates import Candidate
 from .errors import SearchError
+from .pages import TITLE_CHARS, breadcrumb, clip, clip_headings, resource_uri
 from .rerank import Reranker, resolve_reranker
 from .snapshot import LoadedSegment, Snapshot
 from .validation import check_source
@@ -46,6 +47,7 @@ class Hit(msgspec.Struct):
     chunk_id: str
     source: str
     path: str
+    uri: str  # the page as an MCP resource: docdex://SOURCE/PATH
     title: str
     headings: list[str]  # breadcrumb, outermost first
     heading: str  # "A › B › C"
@@ -63,6 +65,7 @@ class SearchResult(msgspec.Struct):
     index_version: int
     took_ms: float
     low_confidence: bool
+    omitted: int = 0  # hits left out to keep the answer under the cap (server/budget.py)
 
 
 class FusionWeights(msgspec.Struct, frozen=True):
@@ -441,9 +444,10 @@ def to_hit(snapshot: Snapshot, c: Candidate) -> Hit:
         chunk_id=chunk.chunk_id,
         source=chunk.source,
         path=chunk.path,
-        title=chunk.title,
-        headings=list(chunk.headings),
-        heading=" › ".join(chunk.headings),
+        uri=resource_uri(chunk.source, chunk.path),
+        title=clip(chunk.title, TITLE_CHARS),
+        headings=clip_headings(chunk.headings),
+        heading=breadcrumb(chunk.headings),
         text=chunk.text,
         score=round(float(c.score), 6),
         start_line=chunk.start_line,

@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Annotated, Any
+from functools import cache
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import msgspec
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError, create_model
+from mcp.types import CallToolResult, ResourceLink, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field, ValidationError, create_model
 
+from .answers import Document, PageList, ReindexReceipt, SourceList
 from .budget import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS
 from .documents import Docs
 from .errors import SearchError
+from .resources import MARKDOWN, add_resources
 from .search import MAX_RESULTS, Hit, SearchResult
 from .validation import MAX_LIMIT
 from .versions import NoVersion
@@ -28,29 +32,33 @@ log = logging.getLogger("docdex.server")
 
 _encode = msgspec.json.Encoder().encode
 
-INSTRUCTIONS = (
-    "Documentation search over markdown from git. Start with search_docs "
-    "(query in English); cite path and lines from its results."
-)
+
+@cache
+def pydantic_model(struct: type[msgspec.Struct]) -> type[BaseModel]:
+    """A pydantic model with the fields of a msgspec Struct (nested Structs too), for the
+    SDK's output schemas: the schema follows the Struct the answer is encoded from, so the
+    two cannot drift."""
+    fields = {}
+    for f in msgspec.structs.fields(struct):
+        if f.required:
+            default = ...
+        elif f.default_factory is not msgspec.NODEFAULT:
+            default = Field(default_factory=f.default_factory)
+        else:
+            default = f.default
+        fields[f.name] = (_pydantic_type(f.type), default)
+    return create_model(struct.__name__, __doc__=struct.__doc__, **fields)
 
 
-def _pydantic_model(struct: type[msgspec.Struct], name: str, doc: str | None = None, **types):
-    """A pydantic model with the fields of a msgspec Struct, for the SDK's output schemas:
-    the schema follows the Struct the answer is encoded from, so the two cannot drift."""
-    fields = {
-        f.name: (types.get(f.name, f.type), ... if f.required else f.default)
-        for f in msgspec.structs.fields(struct)
-    }
-    return create_model(name, __doc__=doc, **fields)
-
-
-HitModel = _pydantic_model(Hit, "HitModel")
-SearchOutput = _pydantic_model(
-    SearchResult,
-    "SearchOutput",
-    "search_docs' structured content (the same JSON as GET /api/search).",
-    results=list[HitModel],
-)
+def _pydantic_type(kind: Any) -> Any:
+    if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+        return pydantic_model(kind)
+    args = get_args(kind)
+    if get_origin(kind) is list:
+        return list[_pydantic_type(args[0])]
+    if isinstance(kind, UnionType):
+        return Union[tuple(_pydantic_type(arg) for arg in args)]  # noqa: UP007 (built at run time)
+    return kind
 
 
 SEARCH_DESCRIPTION = (
@@ -74,15 +82,19 @@ QUERY_DESCRIPTION = (
     "chunk count per page, sorted by source and path, at most `limit` (1-100) of `total`."
 )
 GET_DESCRIPTION = (
-    "Fetch a page or one of its sections by id. A page id is SOURCE:PATH (doc_id from "
-    "search_docs or query_docs): returns its metadata, its sections with line ranges, and its "
-    "text reassembled from the indexed sections, line-aligned with the file. A section id is "
-    "SOURCE:PATH#chunkN (chunk_id from search_docs): returns that section's raw markdown, "
-    "lines, and the ids of the previous and next sections."
+    "Read a page or one of its sections by id, a window at a time. A page id is SOURCE:PATH "
+    "(doc_id from search_docs or query_docs): returns its metadata, its text reassembled from "
+    "the indexed sections (line-aligned with the file), and the sections the window overlaps. "
+    "A section id is SOURCE:PATH#chunkN (chunk_id from search_docs): returns that section's "
+    "raw markdown and the ids of the previous and next sections. The text is at most "
+    "max_chars long; narrow it with start_line/end_line (file lines, inclusive). When "
+    "truncated=true, call again with cursor=next_cursor (and the same doc_id) for what "
+    "follows: the windows join into the exact text."
 )
 SOURCES_DESCRIPTION = (
-    "List the documentation sources: name, kind (bare, checkout, remote), branch, the indexed "
-    "commit, file and chunk counts, when it was last indexed and its last indexing error."
+    "List the documentation sources: name, what each holds (description), kind (bare, "
+    "checkout, remote), branch, the indexed commit, file and chunk counts, when it was last "
+    "indexed and its last indexing error."
 )
 REINDEX_DESCRIPTION = (
     "Ask the indexer to re-read a source (or every source when source is empty) from its git "
@@ -125,12 +137,17 @@ def argument_errors(tool: str, error: ValidationError) -> str:
 
 
 def build_mcp(docs: Docs) -> MCPServer:
-    """The MCP server with every tool registered, in the order list_tools shows them."""
-    mcp = DocdexMCP("docdex", instructions=INSTRUCTIONS)
+    """The MCP server with every tool registered (in the order list_tools shows them), the
+    pages as resources, and instructions that follow the index."""
+    mcp = DocdexMCP("docdex", instructions=docs.instructions())
     _add_search_tools(mcp, docs)
     _add_document_tools(mcp, docs)
     _add_reindex_tool(mcp, docs)
+    add_resources(mcp, docs)
     return mcp
+
+
+MAX_CHARS_RANGE = f"{MIN_MAX_CHARS}-{MAX_MAX_CHARS}"
 
 
 def _add_search_tools(mcp: MCPServer, docs: Docs) -> None:
@@ -140,12 +157,13 @@ def _add_search_tools(mcp: MCPServer, docs: Docs) -> None:
         source: Annotated[str, Field(description="only this source ('' = all)")] = "",
         path_prefix: Annotated[str, Field(description="only paths starting with this")] = "",
         max_chars: Annotated[
-            int, Field(description=f"budget for the hits' text ({MIN_MAX_CHARS}-{MAX_MAX_CHARS})")
+            int, Field(description=f"budget for the hits' text ({MAX_CHARS_RANGE})")
         ] = DEFAULT_MAX_CHARS,
-    ) -> Annotated[CallToolResult, SearchOutput]:
+    ) -> Annotated[CallToolResult, pydantic_model(SearchResult)]:
         return _answer(
             "search_docs",
             lambda: docs.search(query, num_results, source, path_prefix, max_chars),
+            links=_page_links,
         )
 
     def query_docs(
@@ -155,7 +173,7 @@ def _add_search_tools(mcp: MCPServer, docs: Docs) -> None:
         created_after: Annotated[str, Field(description="ISO 8601 date, exclusive")] = "",
         created_before: Annotated[str, Field(description="ISO 8601 date, exclusive")] = "",
         limit: Annotated[int, Field(description=f"1-{MAX_LIMIT}")] = 20,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, pydantic_model(PageList)]:
         return _answer(
             "query_docs",
             lambda: docs.query_docs(
@@ -170,10 +188,19 @@ def _add_search_tools(mcp: MCPServer, docs: Docs) -> None:
 def _add_document_tools(mcp: MCPServer, docs: Docs) -> None:
     def get_document(
         doc_id: Annotated[str, Field(description="SOURCE:PATH or SOURCE:PATH#chunkN")],
-    ) -> CallToolResult:
-        return _answer("get_document", lambda: docs.get_document(doc_id))
+        start_line: Annotated[int, Field(description="first file line (0 = the start)")] = 0,
+        end_line: Annotated[int, Field(description="last file line (0 = the end)")] = 0,
+        cursor: Annotated[str, Field(description="next_cursor of the previous answer")] = "",
+        max_chars: Annotated[
+            int, Field(description=f"budget for the text ({MAX_CHARS_RANGE})")
+        ] = DEFAULT_MAX_CHARS,
+    ) -> Annotated[CallToolResult, pydantic_model(Document)]:
+        return _answer(
+            "get_document",
+            lambda: docs.get_document(doc_id, start_line, end_line, cursor, max_chars),
+        )
 
-    def list_sources() -> CallToolResult:
+    def list_sources() -> Annotated[CallToolResult, pydantic_model(SourceList)]:
         return _answer("list_sources", docs.list_sources)
 
     mcp.add_tool(get_document, description=GET_DESCRIPTION, annotations=_READ_ONLY)
@@ -183,24 +210,38 @@ def _add_document_tools(mcp: MCPServer, docs: Docs) -> None:
 def _add_reindex_tool(mcp: MCPServer, docs: Docs) -> None:
     def reindex(
         source: Annotated[str, Field(description="source name ('' = every source)")] = "",
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, pydantic_model(ReindexReceipt)]:
         return _answer("reindex", lambda: docs.reindex(source))
 
     mcp.add_tool(reindex, description=REINDEX_DESCRIPTION, annotations=_FILES_A_REQUEST)
 
 
-def _answer(name: str, call: Callable[[], Any]) -> CallToolResult:
+def _answer(
+    name: str,
+    call: Callable[[], msgspec.Struct],
+    links: Callable[[Any], list[ResourceLink]] = lambda _: [],
+) -> CallToolResult:
     """Run a tool body; turn our anticipated errors into tool errors the agent can act on."""
     try:
-        return _tool_result(call())
+        answer = call()
     except (SearchError, NoVersion) as exc:
         log.info("%s refused: %s", name, exc)
         raise ToolError(str(exc)) from None
-
-
-def _tool_result(value: Any) -> CallToolResult:
-    builtins = msgspec.to_builtins(value)
+    builtins = msgspec.to_builtins(answer)
     return CallToolResult(
-        content=[TextContent(type="text", text=_encode(builtins).decode())],
+        content=[TextContent(type="text", text=_encode(builtins).decode()), *links(answer)],
         structured_content=builtins,
     )
+
+
+def _page_links(result: SearchResult) -> list[ResourceLink]:
+    """One resource link per page among the hits, in rank order."""
+    first_hits: dict[str, Hit] = {}
+    for hit in result.results:
+        first_hits.setdefault(hit.uri, hit)
+    return [
+        ResourceLink(
+            type="resource_link", uri=uri, name=hit.path, title=hit.title, mime_type=MARKDOWN
+        )
+        for uri, hit in first_hits.items()
+    ]

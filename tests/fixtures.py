@@ -8,6 +8,7 @@ import json
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,6 +85,18 @@ def index_workspace(data: DataDir, ws: Workspace, embedder, **settings) -> int:
     report = index_sources(data, config, embedder=embedder)
     assert report.published, report
     return report.version
+
+
+def open_indexed_docs(root: Path, files: dict[str, str], embedder, **settings):
+    """`files` pushed, indexed as the source "docs", and opened as the server opens them (a
+    `Docs` whose holder follows new versions; stop it with `docs.holder.stop()`)."""
+    from docdex.server.boot import Boot, open_docs
+
+    data = DataDir(root / "data")
+    index_workspace(data, pushed_workspace(root, files), embedder, **settings)
+    model: Future = Future()
+    model.set_result(embedder)
+    return open_docs(data, Boot(), model)
 
 
 def wait_for(predicate, timeout: float = 20, what: str = "condition", poll: float = 0.1):

@@ -4,13 +4,10 @@ within `max_chars`, long hits are cut and say so, and the rest is one get_docume
 from __future__ import annotations
 
 import asyncio
-from concurrent.futures import Future
 
 import pytest
 from mcp import Client
 
-from docdex.index_format.layout import DataDir
-from docdex.server.boot import Boot, open_docs
 from docdex.server.budget import (
     DEFAULT_MAX_CHARS,
     FLOOR_CHARS,
@@ -22,7 +19,7 @@ from docdex.server.errors import SearchError
 from docdex.server.search import Hit, SearchResult
 from docdex.server.tools import build_mcp
 
-from fixtures import FAQ, index_workspace, pushed_workspace
+from fixtures import FAQ, open_indexed_docs
 
 
 def hit(text: str, n: int = 0) -> Hit:
@@ -31,6 +28,7 @@ def hit(text: str, n: int = 0) -> Hit:
         chunk_id=f"s:p{n}.md#chunk0",
         source="s",
         path=f"p{n}.md",
+        uri=f"docdex://s/p{n}.md",
         title="T",
         headings=["T"],
         heading="T",
@@ -77,12 +75,7 @@ def docs(tmp_path_factory, embedder):
     root = tmp_path_factory.mktemp("budget")
     # One 60 KB line (a minified table row, a pasted log): a single huge chunk.
     huge = "# Export log\n\n" + " ".join(f"entry-{i}=ok" for i in range(6_000)) + "\n"
-    ws = pushed_workspace(root, {"faq.md": FAQ, "export.md": huge})
-    data = DataDir(root / "data")
-    index_workspace(data, ws, embedder)
-    model: Future = Future()
-    model.set_result(embedder)
-    docs = open_docs(data, Boot(), model)
+    docs = open_indexed_docs(root, {"faq.md": FAQ, "export.md": huge}, embedder)
     yield docs
     docs.holder.stop()
 
@@ -92,8 +85,13 @@ def test_a_huge_chunk_is_cut_to_the_default_budget_and_fetched_whole(docs):
     top = result.results[0]
     assert top.path == "export.md" and top.truncated
     assert sum(len(h.text) for h in result.results) <= DEFAULT_MAX_CHARS
-    whole = docs.get_document(top.chunk_id)
-    assert len(whole["text"]) > 60_000 and whole["text"].startswith(top.text)
+    window = docs.get_document(top.chunk_id)
+    assert window.truncated and len(window.text) <= DEFAULT_MAX_CHARS
+    whole = window.text
+    while window.next_cursor:
+        window = docs.get_document(top.chunk_id, cursor=window.next_cursor)
+        whole += window.text
+    assert len(whole) > 60_000 and whole.startswith(top.text)
 
 
 def test_max_chars_over_mcp_and_its_bounds(docs):

@@ -175,8 +175,8 @@ def test_unreachable_remote_is_reported_and_old_pages_keep_serving(
     holder = VersionHolder(data, load_snapshot(data, embedder))
     holder.refresh()
     docs = Docs(data, embedder, holder)
-    listed = {s["name"]: s for s in docs.list_sources()["sources"]}
-    assert "cannot fetch" in listed["viagit"]["last_error"] and listed["viagit"]["indexed"]
+    listed = {s.name: s for s in docs.list_sources().sources}
+    assert "cannot fetch" in listed["viagit"].last_error and listed["viagit"].indexed
     status, health = docs.health()
     assert status == 200 and "cannot fetch" in health["sources"]["viagit"]["last_error"]
     holder.stop()

@@ -12,12 +12,15 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
 import pytest
 from mcp import Client
 
 from docdex.index_format import metrics
 from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import pending_requests
+from docdex.server.answers import Document, PageList, ReindexReceipt, SourceList
+from docdex.server.search import SearchResult
 from docdex.serverproc import ServeProcess, call_tool, call_tools, free_port
 
 from fixtures import FAQ_E1234, INSTALL, build_workspace, http, index_workspace, wait_for
@@ -167,7 +170,7 @@ def test_tools_have_the_expected_names_and_parameters(servers):
             "created_before",
             "limit",
         },
-        "get_document": {"doc_id"},
+        "get_document": {"doc_id", "start_line", "end_line", "cursor", "max_chars"},
         "list_sources": set(),
         "reindex": {"source"},
     }
@@ -175,12 +178,16 @@ def test_tools_have_the_expected_names_and_parameters(servers):
     assert "English" in search.description and "start_line" in search.description
     assert search.input_schema["required"] == ["query"]
     assert search.input_schema["properties"]["num_results"]["default"] == 10
-    assert set(search.output_schema["properties"]) == {
-        "results",
-        "index_version",
-        "took_ms",
-        "low_confidence",
+    answers = {
+        "search_docs": SearchResult,
+        "query_docs": PageList,
+        "get_document": Document,
+        "list_sources": SourceList,
+        "reindex": ReindexReceipt,
     }
+    for name, struct in answers.items():  # each schema is the struct its answer encodes
+        declared = set(tools[name].output_schema["properties"])
+        assert declared == {f.name for f in msgspec.structs.fields(struct)}, name
 
 
 def test_search_docs_returns_cited_hits(servers):
@@ -195,6 +202,7 @@ def test_search_docs_returns_cited_hits(servers):
         "chunk_id",
         "source",
         "path",
+        "uri",
         "title",
         "headings",
         "heading",

@@ -1,0 +1,108 @@
+"""The shapes of the tools' answers (besides search_docs' `SearchResult`): one msgspec Struct
+each, encoded as the tool's JSON and turned into its MCP output schema (tools.py), so the
+schema cannot drift from what is sent.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class PageSummary(msgspec.Struct):
+    doc_id: str
+    source: str
+    path: str
+    uri: str  # the page as an MCP resource: docdex://SOURCE/PATH
+    title: str
+    description: str
+    tags: list[str]
+    created: str
+    modified: str
+    commit: str  # the page's last commit
+    chunks: int
+
+
+class PageList(msgspec.Struct):
+    """query_docs: pages by metadata, at most `limit` of `total`."""
+
+    documents: list[PageSummary]
+    total: int
+    truncated: bool  # more pages matched than were returned
+    index_version: int
+    omitted: int = 0  # pages left out to keep the answer under the cap (budget.py)
+
+
+class Section(msgspec.Struct):
+    chunk_id: str
+    heading: str
+    start_line: int
+    end_line: int
+
+
+class Document(msgspec.Struct):
+    """get_document: a window of a page (kind "page") or of one section (kind "chunk").
+
+    `text` is an exact slice of the page's (or section's) text: the answers that `next_cursor`
+    leads to, concatenated, give back the whole of it.
+    """
+
+    kind: str  # "page" | "chunk"
+    doc_id: str
+    source: str
+    path: str
+    uri: str
+    title: str
+    commit: str
+    text: str
+    start_line: int  # file lines the text covers, inclusive
+    end_line: int
+    last_line: int  # the page's (or the section's) last line in the file
+    truncated: bool  # more text follows within the requested lines
+    next_cursor: str  # pass as `cursor` to continue ("" when nothing follows)
+    index_version: int
+    # A page's own fields.
+    description: str = ""
+    tags: list[str] = []
+    created: str = ""
+    modified: str = ""
+    size: int = 0  # bytes of the file at `commit`
+    chunks: int = 0
+    text_kind: str = ""
+    sections: list[Section] = []  # the sections that overlap start_line-end_line
+    omitted: int = 0  # sections left out to keep the answer under the cap (budget.py)
+    # A section's own fields.
+    chunk_id: str = ""
+    headings: list[str] = []
+    heading: str = ""
+    previous_chunk_id: str | None = None
+    next_chunk_id: str | None = None
+
+
+class SourceInfo(msgspec.Struct):
+    name: str
+    indexed: bool
+    description: str  # from docdex.toml: what the source holds, in a line
+    kind: str = ""  # "bare" | "checkout" | "remote" ("" until indexed)
+    branch: str = ""
+    commit: str = ""
+    files: int = 0
+    chunks: int = 0
+    indexed_at: str = ""
+    last_error: str = ""
+    problems: int = 0  # files the last run could not index (`docdex inspect source`)
+    note: str = ""
+
+
+class SourceList(msgspec.Struct):
+    sources: list[SourceInfo]
+    index_version: int
+    omitted: int = 0  # sources left out to keep the answer under the cap (budget.py)
+
+
+class ReindexReceipt(msgspec.Struct):
+    request_id: str
+    source: str  # "" = every source
+    requested_at: str
+    already_pending: bool  # the same request was already waiting; no new one was filed
+    serving_version: int | None
+    message: str
