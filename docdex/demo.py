@@ -203,10 +203,11 @@ def _search(server: ServeProcess) -> None:
 
 
 def _print_connection(mcp_url: str) -> None:
-    snippet = {"mcpServers": {"docdex": {"type": "http", "url": mcp_url}}}
+    from docdex.server.clients import CLAUDE_CODE, http_config
+
     print(f"\nMCP endpoint (streamable HTTP): {mcp_url}")
-    print("Add it to an agent with this .mcp.json:")
-    print(json.dumps(snippet, indent=2), flush=True)
+    print("Add it to an agent with this .mcp.json (other clients: docs/clients.md):")
+    print(json.dumps(http_config(CLAUDE_CODE, mcp_url, token_required=False), indent=2), flush=True)
 
 
 def say(message: str) -> None:

@@ -9,6 +9,7 @@ an answer large; text is paged (paging.py).
 from __future__ import annotations
 
 import re
+from typing import Any
 from urllib.parse import quote
 
 import msgspec
@@ -108,24 +109,14 @@ class Paging(msgspec.Struct, frozen=True):
 
 def page_document(snapshot: Snapshot, page: ServedPage, paging: Paging) -> Document:
     chunks = page_chunks(snapshot, page)
-    lines = Lines(reassemble(chunks))
-    window, cursor = paging.window(lines, page.doc_id, page.commit)
     summary = page_summary(page)
-    return Document(
-        kind="page",
-        doc_id=page.doc_id,
-        source=page.source,
-        path=page.path,
-        uri=summary.uri,
-        title=summary.title,
-        commit=page.commit,
-        text=window.text,
-        start_line=window.start_line,
-        end_line=window.end_line,
-        last_line=lines.last_line,
-        truncated=bool(cursor),
-        next_cursor=cursor,
-        index_version=snapshot.version,
+    document = _window(
+        "page",
+        snapshot,
+        page,
+        page.commit,
+        Lines(reassemble(chunks)),
+        paging,
         description=summary.description,
         tags=summary.tags,
         created=page.created,
@@ -133,32 +124,60 @@ def page_document(snapshot: Snapshot, page: ServedPage, paging: Paging) -> Docum
         size=page.size,
         chunks=len(chunks),
         text_kind=TEXT_KIND,
+    )
+    first, last = document.start_line, document.end_line
+    return msgspec.structs.replace(
+        document,
         sections=[
             Section(c.chunk_id, breadcrumb(c.headings), c.start_line, c.end_line)
             for c in chunks
-            if c.end_line >= window.start_line and c.start_line <= window.end_line
+            if c.end_line >= first and c.start_line <= last
         ],
     )
 
 
 def chunk_document(snapshot: Snapshot, chunk: ChunkRecord, paging: Paging) -> Document:
     page = snapshot.pages.get(chunk.doc_id)
-    commit = page.commit if page else ""
     number = int(CHUNK_ID.search(chunk.chunk_id).group(1))  # type: ignore[union-attr]
 
     def neighbour(n: int) -> str | None:
         chunk_id = f"{chunk.doc_id}#chunk{n}"
         return chunk_id if n >= 0 and snapshot.chunk(chunk_id) is not None else None
 
-    lines = Lines(chunk.text, first_line=chunk.start_line)
-    window, cursor = paging.window(lines, chunk.chunk_id, commit)
+    return _window(
+        "chunk",
+        snapshot,
+        chunk,
+        page.commit if page else "",
+        Lines(chunk.text, first_line=chunk.start_line),
+        paging,
+        chunk_id=chunk.chunk_id,
+        headings=clip_headings(chunk.headings),
+        heading=breadcrumb(chunk.headings),
+        previous_chunk_id=neighbour(number - 1),
+        next_chunk_id=neighbour(number + 1),
+    )
+
+
+def _window(
+    kind: str,
+    snapshot: Snapshot,
+    of: ServedPage | ChunkRecord,
+    commit: str,
+    lines: Lines,
+    paging: Paging,
+    **own: Any,
+) -> Document:
+    """The Document for the window `paging` picks in `lines`, the text of `of`."""
+    window_of = of.chunk_id if isinstance(of, ChunkRecord) else of.doc_id
+    window, cursor = paging.window(lines, window_of, commit)
     return Document(
-        kind="chunk",
-        doc_id=chunk.doc_id,
-        source=chunk.source,
-        path=chunk.path,
-        uri=resource_uri(chunk.source, chunk.path),
-        title=clip(chunk.title, TITLE_CHARS),
+        kind=kind,
+        doc_id=of.doc_id,
+        source=of.source,
+        path=of.path,
+        uri=resource_uri(of.source, of.path),
+        title=clip(of.title, TITLE_CHARS),
         commit=commit,
         text=window.text,
         start_line=window.start_line,
@@ -167,11 +186,7 @@ def chunk_document(snapshot: Snapshot, chunk: ChunkRecord, paging: Paging) -> Do
         truncated=bool(cursor),
         next_cursor=cursor,
         index_version=snapshot.version,
-        chunk_id=chunk.chunk_id,
-        headings=clip_headings(chunk.headings),
-        heading=breadcrumb(chunk.headings),
-        previous_chunk_id=neighbour(number - 1),
-        next_chunk_id=neighbour(number + 1),
+        **own,
     )
 
 
