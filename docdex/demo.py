@@ -2,8 +2,9 @@
 
 A temporary bare repository gets the repository's own markdown (README, docs/, FORMAT.md)
 through a real `git push`; the installed post-receive hook queues it; `docdex serve` and its
-worker index it; one real MCP `search_docs` call shows the hits. Then it serves until Ctrl-C
-(or exits at once with `--exit` / DOCDEX_DEMO_EXIT=1) and removes everything it made.
+worker index it; one real MCP `search_docs` call shows the hits; it ends by printing the search
+page's URL. Then it serves until Ctrl-C (or exits at once with `--exit` / DOCDEX_DEMO_EXIT=1)
+and removes everything it made.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         url = _run(tmp, data, started)
         if not exit_after:
-            say(f"serving at {url} until Ctrl-C (server log: {tmp / 'serve.log'})")
+            say(f"serving {url}/ until Ctrl-C (server log: {tmp / 'serve.log'})")
             started[0].proc.wait()
         return 0
     except (DemoError, ServerFailed) as exc:
@@ -91,7 +92,8 @@ def _run(tmp: Path, data: DataDir, started: list[ServeProcess]) -> str:
     _wait_searchable(server)
     _search(server)
     _print_connection(server.mcp_url)
-    return server.mcp_url
+    print(f"\nSearch page for people, in a browser: {server.url}/", flush=True)
+    return server.url
 
 
 # --- the repository ------------------------------------------------------------------------

@@ -1,16 +1,17 @@
-"""`docdex serve`: the MCP server (streamable HTTP at /mcp) plus /health, /api/search and /.
+"""`docdex serve`: the MCP server (streamable HTTP at /mcp) plus /health, /api/* and the
+search page at / (routes.py lists the routes).
 
-    uvicorn ─ HostCheck ─ BearerAuth ─ Starlette ─┬─ /          what this is, .mcp.json
-                                                   ├─ /health    status, versions, run metrics
-                                                   ├─ /api/search
-                                                   └─ /mcp       MCPServer: search_docs,
-                                                                 query_docs, get_document,
-                                                                 list_sources, reindex
+    uvicorn ─ SecurityHeaders ─ HostCheck ─ BearerAuth ─ Starlette ─┬─ /          the page
+                                                                     ├─ /health    status
+                                                                     ├─ /api/...   search, pages
+                                                                     └─ /mcp       MCPServer:
+            search_docs, query_docs, get_document, list_sources, reindex ──────────┘
 
     boot.py       logging, the model, the first version, timed; the versions' loader
     documents.py  `Docs`: the logic of every tool and route (validation.py, pages.py,
                   health.py, reindex.py hold its parts)
     tools.py      the MCP tools over `Docs`      routes.py  the HTTP routes over `Docs`
+    webpage.py    the search page's files (web/), the security headers (CSP)
     deferred_mcp.py  /mcp, built from the SDK in a thread once the server listens
     auth.py       bind policy, Host check, bearer token
 
@@ -33,12 +34,13 @@ from starlette.routing import Mount
 
 from docdex.index_format.layout import DataDir
 
-from .auth import BearerAuth, HostCheck, allowed_hosts, check_bind, server_token
+from .auth import OPEN_PATHS, BearerAuth, HostCheck, allowed_hosts, check_bind, server_token
 from .auth import transport_security as make_transport_security
 from .boot import Boot, load_snapshot, open_docs, setup_logging
 from .deferred_mcp import DeferredMCP
 from .documents import Docs
 from .routes import MCP_PATH, http_routes
+from .webpage import SecurityHeaders, open_paths
 
 if TYPE_CHECKING:
     from docdex.model.embedder import Embedder
@@ -66,9 +68,9 @@ def build_app(
         await mcp.stop()
         docs.holder.stop()
 
-    middleware = [Middleware(HostCheck, allowed=hosts)]
+    middleware = [Middleware(SecurityHeaders), Middleware(HostCheck, allowed=hosts)]
     if token:
-        middleware.append(Middleware(BearerAuth, token=token))
+        middleware.append(Middleware(BearerAuth, token=token, open_paths=OPEN_PATHS | open_paths()))
     return Starlette(
         routes=[*http_routes(docs, bool(token)), Mount("/", app=mcp)],
         middleware=middleware,

@@ -3,8 +3,9 @@
 - Binding a non-loopback address needs a token (DOCDEX_TOKEN) unless `--insecure`.
 - Every request's Host header must name this server (DNS-rebinding protection); the MCP
   transport checks it again for /mcp with the same list (TransportSecuritySettings).
-- With a token, every path except the open ones (`/` and `/health`, which reveal no document
-  text) needs `Authorization: Bearer <token>`; the comparison is constant-time.
+- With a token, every path except the open ones (`/`, `/clients.txt`, `/health` and the
+  search page's static files, which reveal no document text) needs
+  `Authorization: Bearer <token>`; the comparison is constant-time.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
 
-OPEN_PATHS = frozenset({"/", "/health"})
+OPEN_PATHS = frozenset({"/", "/clients.txt", "/health"})
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 UNAUTHORIZED = "missing or wrong token: send the header 'Authorization: Bearer <DOCDEX_TOKEN>'"

@@ -1,6 +1,7 @@
-"""How MCP clients reach docdex: the configuration entries that docs/clients.md documents and
-`/` serves, made in one place so that the two cannot drift (tests/test_clients.py checks the
-document against these and connects with every entry it holds).
+"""How MCP clients reach docdex: the configuration entries that docs/clients.md documents,
+`/clients.txt` serves and the search page's "Connect an agent" panel shows, made in one place
+so that they cannot drift (tests/test_clients.py checks the document against these and
+connects with every entry it holds).
 
 Over streamable HTTP a client names the server's /mcp URL and, when the server has a token,
 sends `Authorization: Bearer <token>`, each client writing the token as a reference it
@@ -151,12 +152,34 @@ def claude_add_stdio(launch: Launch) -> str:
     return shlex.join(["claude", "mcp", "add", SERVER_NAME, "--", launch.executable, *launch.args])
 
 
+def claude_commands(mcp_url: str, token_required: bool, launch: Launch) -> list[str]:
+    return [claude_add_http(mcp_url, token_required), claude_add_stdio(launch)]
+
+
 def configs_text(mcp_url: str, token_required: bool, launch: Launch = EXAMPLE_LAUNCH) -> str:
     """The configurations as plain text: each file under a title, then Claude Code's
     commands."""
     files = [_titled(config) for config in all_configs(mcp_url, token_required, launch)]
-    commands = f"{claude_add_http(mcp_url, token_required)}\n{claude_add_stdio(launch)}"
+    commands = "\n".join(claude_commands(mcp_url, token_required, launch))
     return "\n\n".join([*files, f"Claude Code, from a shell:\n{commands}"]) + "\n"
+
+
+def configs_json(mcp_url: str, token_required: bool, launch: Launch = EXAMPLE_LAUNCH) -> Config:
+    """The same configurations for the search page's "Connect an agent" panel."""
+    return {
+        "mcp_url": mcp_url,
+        "token_required": token_required,
+        "configs": [
+            {
+                "client": config.client.title,
+                "file": config.client.config_file,
+                "transport": config.transport,
+                "text": json.dumps(config.config, indent=2),
+            }
+            for config in all_configs(mcp_url, token_required, launch)
+        ],
+        "commands": claude_commands(mcp_url, token_required, launch),
+    }
 
 
 def _titled(config: ClientConfig) -> str:

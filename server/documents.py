@@ -39,9 +39,11 @@ from .pages import (
     page_text,
     source_info,
 )
+from .pageview import PageView, page_view
 from .paging import RESOURCE_PAGE, check_lines, decode_page_cursor, encode_page_cursor
 from .reindex import request_reindex
 from .search import SearchResult, search
+from .snapshot import Snapshot
 from .validation import check_doc_id, check_limit, check_source, parse_date, unknown_doc
 from .versions import NoVersion, VersionHolder
 
@@ -216,10 +218,7 @@ class Docs:
         doc_id = f"{source}:{path}"
         check_doc_id(doc_id)
         with self.holder.acquire() as snapshot:
-            page = snapshot.pages.get(doc_id)
-            if page is None:
-                raise unknown_doc(snapshot, doc_id)
-            text = page_text(snapshot, page)
+            text = page_text(snapshot, _page(snapshot, doc_id))
         if len(text) <= MAX_MAX_CHARS:
             return text
         window = self.get_document(doc_id, max_chars=MAX_MAX_CHARS)
@@ -229,6 +228,12 @@ class Docs:
             f"cursor={window.next_cursor!r}) reads on -->\n"
         )
 
+    def page_view(self, doc_id: str) -> PageView:
+        """The search page's view of a page (SOURCE:PATH): its markdown rendered."""
+        check_doc_id(doc_id)
+        with self.holder.acquire() as snapshot:
+            return page_view(snapshot, _page(snapshot, doc_id))
+
     def reindex(self, source: str = "") -> ReindexReceipt:
         """File a reindex request (the server itself never writes the index)."""
         return request_reindex(self.data, self.holder, source)
@@ -236,6 +241,13 @@ class Docs:
     def health(self) -> tuple[int, dict[str, Any]]:
         """/health: (HTTP status, body)."""
         return health_report(self.data, self.embedder, self.holder, self.reranker, self.started)
+
+
+def _page(snapshot: Snapshot, doc_id: str) -> ServedPage:
+    page = snapshot.pages.get(doc_id)
+    if page is None:
+        raise unknown_doc(snapshot, doc_id)
+    return page
 
 
 def _created_within(page: ServedPage, after: datetime | None, before: datetime | None) -> bool:

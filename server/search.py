@@ -58,6 +58,7 @@ class Hit(msgspec.Struct):
     commit: str  # the page's last commit
     match: str  # "bm25" | "dense" | "both": which retriever found it
     truncated: bool = False  # `text` was cut to fit the answer's budget (server/budget.py)
+    modified: str = ""  # when the page last changed (ISO 8601, from its git history)
 
 
 class SearchResult(msgspec.Struct):
@@ -454,4 +455,5 @@ def to_hit(snapshot: Snapshot, c: Candidate) -> Hit:
         end_line=chunk.end_line,
         commit=page.commit if page else "",
         match=c.match,
+        modified=page.modified if page else "",
     )

@@ -1,7 +1,7 @@
 """docs/clients.md, tested: every client configuration it shows is what server/clients.py
-produces (and `/` serves), and every one, filled in and expanded as its client would expand
-it, reaches a real docdex with the SDK's client: HTTP entries a `docdex serve` that has a
-token, stdio entries a `docdex mcp` spawned from exactly their command and args. The
+produces (and `/clients.txt` serves), and every one, filled in and expanded as its client
+would expand it, reaches a real docdex with the SDK's client: HTTP entries a `docdex serve`
+that has a token, stdio entries a `docdex mcp` spawned from exactly their command and args. The
 `claude mcp add` lines must store the same entries as the .mcp.json ones."""
 
 from __future__ import annotations
@@ -360,8 +360,9 @@ def test_each_stdio_entry_launches_docdex_mcp(served, config):
 
 
 def test_the_index_page_serves_the_entries_for_this_server(served):
-    reply = http(f"{served.server.url}/")  # open without the token
+    reply = http(f"{served.server.url}/clients.txt")  # open without the token
     assert reply.status == 200
+    assert http(f"{served.server.url}/").body == reply.body  # `/`, unless a browser asks
     text = reply.body.decode()
     shown = page_configs(text)
     assert shown == all_configs(served.server.mcp_url, True, EXAMPLE_LAUNCH)

@@ -26,8 +26,11 @@ def test_demo_pushes_indexes_searches_and_cleans_up():
     assert {path for path, _s, _e in hits} & {"README.md", "docs/architecture.md"}
 
     url = re.search(r"MCP endpoint \(streamable HTTP\): (\S+)", out).group(1)
-    snippet = json.loads(out[out.index("{", out.index(".mcp.json")) :])
+    at = out.index("{", out.index(".mcp.json"))
+    snippet, _end = json.JSONDecoder().raw_decode(out, at)
     assert snippet == {"mcpServers": {"docdex": {"type": "http", "url": url}}}
+    last = out.strip().splitlines()[-1]
+    assert last == f"Search page for people, in a browser: {url.removesuffix('mcp')}"
 
     repo = re.search(r"installed the post-receive hook in (\S+) ", out).group(1)
     assert not Path(repo).parent.exists()  # temporary files removed

@@ -213,6 +213,7 @@ def test_search_docs_returns_cited_hits(servers):
         "commit",
         "match",
         "truncated",
+        "modified",
     }
     assert top["truncated"] is False  # a short section fits the default budget whole
     assert top["doc_id"] == "docs:faq.md" and top["chunk_id"].startswith("docs:faq.md#chunk")

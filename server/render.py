@@ -1,0 +1,180 @@
+"""A page's markdown as HTML for the search page, rendered on the server with markdown-it-py
+and safe whatever the document holds (docs/adr/0016-web-page.md).
+
+Documentation is untrusted. Raw HTML is off, so markdown-it escapes it as text. Every link
+target passes an allowlist (`link_target`): http(s) and mailto stay links; a relative link to
+a markdown file becomes a link to that page's view; `#anchor` points at the heading's id;
+anything else (javascript:, vbscript:, data:, file:, protocol-relative, other relative files)
+is rendered as its text. Images are never fetched: an http(s) image becomes a link to it, any
+other the words "image: ALT". No `style` attribute is written (table alignment becomes a
+class), so the Content-Security-Policy's `style-src 'self'` refuses nothing here.
+
+Each top-level block is wrapped in `<div class="blk" id="L12" data-first="12" data-last="18">`
+with the file lines it came from (the page text is line-aligned with the file): the page
+numbers its blocks with them and highlights the blocks of a search hit's section.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+from urllib.parse import unquote, urlencode
+
+from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
+from markdown_it.token import Token
+
+SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+ID_PREFIX = "doc-"  # heading ids never collide with the page's own element ids
+_SCHEME = re.compile(r"^([a-z][a-z0-9+.\-]*):", re.IGNORECASE)
+_IGNORED = re.compile(r"[\x00-\x20\x7f]")  # browsers drop these inside a URL's scheme
+_NOT_ID = re.compile(r"[^\w\-]+")
+_ALIGN = re.compile(r"text-align:(left|right|center)")
+
+
+@dataclass(frozen=True)
+class Where:
+    """The page being rendered: relative links resolve against its path."""
+
+    source: str
+    path: str
+
+
+def link_target(url: str, where: Where) -> str | None:
+    """The href a link in `where` gets in the page view, or None: show it as text."""
+    url = _IGNORED.sub("", url)
+    if url.startswith("#"):
+        return "#" + anchor_id(url[1:])
+    scheme = _SCHEME.match(url)
+    if scheme:
+        return url if scheme.group(1).lower() in SAFE_SCHEMES else None
+    if not url or url.startswith(("//", "\\")):
+        return None  # another origin without a scheme, or nothing
+    path, _, fragment = url.partition("#")
+    path = unquote(path.partition("?")[0])
+    base = "" if path.startswith("/") else posixpath.dirname(where.path)
+    target = posixpath.normpath(posixpath.join(base, path.lstrip("/")))
+    if target.startswith("..") or not target.lower().endswith(MARKDOWN_SUFFIXES):
+        return None
+    href = "/?" + urlencode({"doc": f"{where.source}:{target}"})
+    return href + ("#" + anchor_id(fragment) if fragment else "")
+
+
+def anchor_id(text: str) -> str:
+    """A heading's id from its text, or from a link's fragment (GitHub's slugs give the same)."""
+    slug = _NOT_ID.sub("", unquote(text).strip().lower().replace(" ", "-"))
+    return ID_PREFIX + (slug or "section")
+
+
+def render_markdown(text: str, where: Where) -> str:
+    """`text` as HTML, top-level blocks wrapped with their line numbers."""
+    md = _markdown()
+    env: dict[str, Any] = {"where": where, "ids": {}}
+    tokens = md.parse(text, env)
+    _check_links(tokens, where)
+    _name_headings(tokens, env["ids"])
+    return "".join(_block(md, group, env) for group in _top_level(tokens))
+
+
+@cache
+def _markdown() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    md.validateLink = _parses_as_link  # type: ignore[method-assign]
+    md.add_render_rule("image", _image)
+    md.add_render_rule("heading_close", _heading_close)
+    return md
+
+
+def _parses_as_link(url: str) -> bool:
+    """The parser's own check: no dangerous scheme is even parsed as a link (the allowlist
+    in `link_target` then decides what the rest becomes)."""
+    scheme = _SCHEME.match(_IGNORED.sub("", url))
+    return scheme is None or scheme.group(1).lower() in SAFE_SCHEMES
+
+
+def _inline_children(tokens: Sequence[Token]) -> Iterator[Token]:
+    for token in tokens:
+        if token.type == "inline":
+            yield from token.children or []
+
+
+def _check_links(tokens: Sequence[Token], where: Where) -> None:
+    """Links through `link_target`; a refused one becomes a span with its target as title.
+    Table cells' alignment becomes a class."""
+    refused: list[bool] = []
+    for token in tokens:
+        style = token.attrGet("style")
+        if style is not None:
+            token.attrs.pop("style")
+            if align := _ALIGN.search(str(style)):
+                token.attrSet("class", f"align-{align.group(1)}")
+    for token in _inline_children(tokens):
+        if token.type == "link_open":
+            raw = str(token.attrGet("href") or "")
+            href = link_target(raw, where)
+            refused.append(href is None)
+            if href is None:
+                token.tag, token.attrs = "span", {"class": "dead-link", "title": raw[:300]}
+            else:
+                token.attrSet("href", href)
+                if not href.startswith(("/", "#")):
+                    token.attrSet("rel", "noopener noreferrer")
+        elif token.type == "link_close" and refused.pop():
+            token.tag = "span"
+
+
+def _name_headings(tokens: Sequence[Token], ids: dict[str, int]) -> None:
+    for heading, inline in zip(tokens, tokens[1:], strict=False):
+        if heading.type != "heading_open":
+            continue
+        words = "".join(c.content for c in inline.children or [] if c.type in _TEXT_TOKENS)
+        base = anchor_id(words)
+        seen = ids.get(base, 0)
+        ids[base] = seen + 1
+        heading.attrSet("id", base if not seen else f"{base}-{seen}")
+
+
+_TEXT_TOKENS = frozenset({"text", "code_inline"})
+
+
+def _top_level(tokens: Sequence[Token]) -> Iterator[Sequence[Token]]:
+    """The token runs of each top-level block."""
+    start = depth = 0
+    for i, token in enumerate(tokens):
+        depth += token.nesting
+        if depth == 0:
+            yield tokens[start : i + 1]
+            start = i + 1
+
+
+def _block(md: MarkdownIt, group: Sequence[Token], env: dict[str, Any]) -> str:
+    html = md.renderer.render(group, md.options, env)
+    if not group[0].map:
+        return html
+    first, last = group[0].map[0] + 1, group[0].map[1]
+    return f'<div class="blk" id="L{first}" data-first="{first}" data-last="{last}">{html}</div>\n'
+
+
+def _image(self, tokens: Sequence[Token], idx: int, options, env: dict[str, Any]) -> str:
+    """An image is never fetched: a link to an http(s) image, else its alt text."""
+    token = tokens[idx]
+    alt = escapeHtml(self.renderInlineAsText(token.children or [], options, env) or "untitled")
+    href = link_target(str(token.attrGet("src") or ""), env["where"])
+    if href and href.lower().startswith(("http:", "https:")):
+        return (
+            f'<a class="image" href="{escapeHtml(href)}" rel="noopener noreferrer">image: {alt}</a>'
+        )
+    return f'<span class="image">image: {alt}</span>'
+
+
+def _heading_close(self, tokens: Sequence[Token], idx: int, options, env: dict[str, Any]) -> str:
+    """A heading ends with a link to itself."""
+    opening = next(t for t in reversed(tokens[:idx]) if t.type == "heading_open")
+    anchor = escapeHtml(str(opening.attrGet("id") or ""))
+    link = f'<a class="anchor" href="#{anchor}" aria-label="Link to this section">#</a>'
+    return f"{link}</{tokens[idx].tag}>\n"
