@@ -20,6 +20,8 @@ class PageSummary(msgspec.Struct):
     modified: str
     commit: str  # the page's last commit
     chunks: int
+    url: str = ""  # the file at `commit` on the source's forge (permalinks.py; "" = none)
+    page_url: str = ""  # the page on the published docs site ("" = no site_url)
 
 
 class PageList(msgspec.Struct):
@@ -60,6 +62,8 @@ class Document(msgspec.Struct):
     truncated: bool  # more text follows within the requested lines
     next_cursor: str  # pass as `cursor` to continue ("" when nothing follows)
     index_version: int
+    url: str = ""  # start_line-end_line at `commit` on the source's forge ("" = none)
+    page_url: str = ""  # the page on the published docs site ("" = no site_url)
     # A page's own fields.
     description: str = ""
     tags: list[str] = []

@@ -41,6 +41,7 @@ from .pages import (
 )
 from .pageview import PageView, page_view
 from .paging import RESOURCE_PAGE, check_lines, decode_page_cursor, encode_page_cursor
+from .permalinks import LinkBook
 from .reindex import request_reindex
 from .search import SearchResult, search
 from .snapshot import Snapshot
@@ -69,6 +70,7 @@ class Docs:
         self.holder = holder
         self.reranker = reranker
         self.started = time.monotonic() if started is None else started
+        self.links = LinkBook(data)
 
     def search(
         self,
@@ -99,7 +101,7 @@ class Docs:
             result.index_version,
             result.took_ms,
         )
-        return within_cap(within_budget(result, max_chars), "results")
+        return within_cap(self.links.hits(within_budget(result, max_chars)), "results")
 
     def query_docs(
         self,
@@ -128,7 +130,7 @@ class Docs:
             version = snapshot.version
         matched.sort(key=lambda p: (p.source, p.path))
         answer = PageList(
-            documents=[page_summary(p) for p in matched[:limit]],
+            documents=[self.links.summary(page_summary(p)) for p in matched[:limit]],
             total=len(matched),
             truncated=len(matched) > limit,
             index_version=version,
@@ -159,7 +161,7 @@ class Docs:
                 answer = page_document(snapshot, page, paging)
             else:
                 raise unknown_doc(snapshot, doc_id)
-        return within_cap(answer, "sections")
+        return within_cap(self.links.document(answer), "sections")
 
     def list_sources(self) -> SourceList:
         """The indexed sources, then the configured ones the served version lacks."""
@@ -232,7 +234,11 @@ class Docs:
         """The search page's view of a page (SOURCE:PATH): its markdown rendered."""
         check_doc_id(doc_id)
         with self.holder.acquire() as snapshot:
-            return page_view(snapshot, _page(snapshot, doc_id))
+            view = page_view(snapshot, _page(snapshot, doc_id))
+        links, ref = self.links.of(view.page.source)
+        page = view.page
+        url = links.permalink(page.source, ref, page.commit, page.path, 0, 0)
+        return msgspec.structs.replace(view, page=self.links.summary(page), permalink=url)
 
     def reindex(self, source: str = "") -> ReindexReceipt:
         """File a reindex request (the server itself never writes the index)."""

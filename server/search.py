@@ -59,6 +59,8 @@ class Hit(msgspec.Struct):
     match: str  # "bm25" | "dense" | "both": which retriever found it
     truncated: bool = False  # `text` was cut to fit the answer's budget (server/budget.py)
     modified: str = ""  # when the page last changed (ISO 8601, from its git history)
+    url: str = ""  # these lines at `commit` on the source's forge (permalinks.py; "" = none)
+    page_url: str = ""  # the page on the published docs site ("" = no site_url)
 
 
 class SearchResult(msgspec.Struct):
