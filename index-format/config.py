@@ -70,6 +70,11 @@ class SourceConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     exclude: list[str] = []
     poll_interval: int = 1800  # seconds, remote sources only
     description: str = ""  # one line on what the source holds, for agents (list_sources)
+    # Where people read a file: a template with {commit} {path} {start_line} {end_line} {ref}
+    # {source}; "" = a preset when the location (or a checkout's origin) is a known forge
+    url_template: str = ""
+    site_url: str = ""  # a published site of these docs: a page's address under it
+    site_dir: str = ""  # the folder that is the site's root ("" = docs/ or content/ if used)
 
 
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
