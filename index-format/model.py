@@ -40,10 +40,25 @@ class ParsedPage(msgspec.Struct, frozen=True):
 # --- settings that change what is stored -------------------------------------------------
 
 
+# A chunk's text never exceeds this many budgets, whatever the page (adr/0014).
+MAX_CHUNK_BUDGETS = 4
+# The chunking rules of this code. Raise it when a change to the chunker must re-chunk
+# indexes built before it: a run re-reads every file when its manifest records other rules.
+CHUNKER_RULES = 2
+
+
 class ChunkerSettings(msgspec.Struct, frozen=True):
     budget_chars: int = 1500  # a chunk's target size
     section_levels: int = 3  # headings h1..hN start sections
     min_alnum: int = 25  # residue with fewer alphanumeric characters is dropped
+    # The rules the chunks were cut by. Manifests written before the field existed (rules 1:
+    # no upper bound) decode with this default; a run's settings carry CHUNKER_RULES.
+    rules: int = 1
+
+    @property
+    def max_chars(self) -> int:
+        """The hard upper bound on a chunk's text."""
+        return max(self.budget_chars, 1) * MAX_CHUNK_BUDGETS
 
 
 class EmbedderInfo(msgspec.Struct, frozen=True):

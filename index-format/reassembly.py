@@ -6,7 +6,7 @@ lives in the format: line N of the result is line N of the file wherever a chunk
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Protocol
 
 
@@ -19,11 +19,30 @@ class LineSpan(Protocol):
 def reassemble(chunks: Sequence[LineSpan]) -> str:
     """The page's markdown rebuilt from its chunks, line-aligned with the file: line N of the
     result is line N of the file wherever a chunk covers it; other lines (front matter, blank
-    separators, dropped near-empty fragments) are empty."""
+    separators, dropped near-empty fragments) are empty.
+
+    A line too long for one chunk is cut into parts: consecutive chunks that start on the
+    line the chunk before them ends on. Joined in page order, they give the line back."""
     lines: list[str] = []
-    for chunk in sorted(chunks, key=lambda c: c.start_line):
-        first = chunk.start_line - 1
+    for start_line, text in _parts_joined(sorted(chunks, key=lambda c: c.start_line)):
+        first = start_line - 1
         if first > len(lines):
             lines += [""] * (first - len(lines))
-        lines += chunk.text.split("\n")[len(lines) - first :]
+        lines += text.split("\n")[len(lines) - first :]
     return "\n".join(lines)
+
+
+def _parts_joined(chunks: Iterable[LineSpan]) -> Iterator[tuple[int, str]]:
+    """(start line, text) of each chunk, consecutive chunks that share a line joined."""
+    run: list[str] = []
+    start_line = end_line = 0
+    for chunk in chunks:
+        if run and chunk.start_line == end_line:
+            run.append(chunk.text)
+        else:
+            if run:
+                yield start_line, "".join(run)
+            run, start_line = [chunk.text], chunk.start_line
+        end_line = chunk.end_line
+    if run:
+        yield start_line, "".join(run)

@@ -2,9 +2,16 @@
 
 Block boundaries come from markdown-it's block parser. Sections start at headings
 h1..h{section_levels} and at `<details>` blocks that have a `<summary>`. A section longer
-than the budget is cut at block boundaries: lists at items, an oversize item at its blocks,
-an oversize paragraph at lines; tables and code blocks are never cut. Short sections stay
-chunks of their own; only pieces with almost no text are dropped.
+than the budget (`budget_chars`) is cut at block boundaries: lists at items, an oversize item
+at its blocks, an oversize paragraph at lines. Tables and code blocks are kept whole up to
+the hard bound (`max_chars`, 4 budgets; adr/0014); above it a table is cut between rows and
+code between lines. No chunk's text exceeds the bound: a longer line is cut into parts,
+between sentences, else between words, else anywhere. Short sections stay chunks of their
+own; only pieces with almost no text are dropped.
+
+A chunk's text is the file's text of its lines, exactly: lines start..end, or a part of one
+line (start == end), the parts of a line being consecutive chunks that join back into it
+(index_format.reassembly).
 
 Line numbers are 1-based lines of the file as stored; a lone CR counts as a line break, as
 it does for markdown-it and editors.
@@ -15,7 +22,7 @@ from __future__ import annotations
 import bisect
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -35,11 +42,17 @@ _BLOCK_PARSER = MarkdownIt("commonmark").enable("table").disable(["inline", "tex
 
 _DETAILS_TAG = re.compile(r"<(/?)(details|summary)\b[^<>]*>", re.IGNORECASE)
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
-_SUMMARY_MAX_CHARS = 2_000
+_HEADING_MAX_CHARS = 2_000  # of the markdown a heading or summary is read from
 _MAX_DETAILS_DEPTH = 6  # deeper <details> are content, not sections
-_UNSPLITTABLE = {"fence", "code_block", "table_open"}
+_WHOLE_UP_TO_THE_BOUND = {"fence", "code_block", "table_open"}
+_TABLE_PARTS = {"table_open", "thead_open", "tbody_open"}
+_CODE = {"fence", "code_block"}
 _CONTAINERS = {"bullet_list_open", "ordered_list_open", "list_item_open", "blockquote_open"}
 _LINES = -1  # Unit.token for a plain range of lines
+_MAX_NESTING = _BLOCK_PARSER.options.maxNesting  # blocks nested deeper are not parsed
+# Where a long line is cut (the whitespace stays with the part before the cut).
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+")
+_WHITESPACE = re.compile(r"\s")
 
 
 def parse_page(
@@ -83,7 +96,7 @@ def _headings(page: _Page) -> list[_Marker]:
             line=page.tokens[index].map[0],  # type: ignore[index]
             kind="heading",
             level=int(page.tokens[index].tag[1:]),
-            text=cleanup.heading_text(page.tokens[index + 1].content, page.env),
+            text=_heading_text(page.tokens[index + 1].content, page.env),
         )
         for index in page.top_level
         if page.tokens[index].type == "heading_open"
@@ -92,11 +105,17 @@ def _headings(page: _Page) -> list[_Marker]:
 
 def _title(front_matter_title: str, headings: list[_Marker], path: str, env: dict[str, Any]) -> str:
     if front_matter_title:
-        title = cleanup.heading_text(front_matter_title, env)
+        title = _heading_text(front_matter_title, env)
         if title:
             return title
     first_h1 = next((h.text for h in headings if h.level == 1 and h.text), "")
     return first_h1 or PurePosixPath(path.replace("\\", "/")).stem
+
+
+def _heading_text(markdown: str, env: dict[str, Any]) -> str:
+    """A heading as a reader sees it; a huge one is read from its start only, since every
+    chunk of its section carries it in its breadcrumb."""
+    return cleanup.heading_text(markdown[:_HEADING_MAX_CHARS], env)
 
 
 def _fold(text: str) -> str:
@@ -121,8 +140,8 @@ def _details_spans(page: _Page) -> list[_Details]:
         elif kind == "summary" and open_details and _wants_summary(open_details[-1]):
             summary_start = end
         elif kind == "/summary" and open_details and summary_start >= 0:
-            raw = page.source[summary_start : min(start, summary_start + _SUMMARY_MAX_CHARS)]
-            open_details[-1].summary = cleanup.heading_text(raw, page.env)
+            raw = page.source[summary_start : min(start, summary_start + _HEADING_MAX_CHARS)]
+            open_details[-1].summary = _heading_text(raw, page.env)
             summary_start = -1
     spans.extend(open_details)
     return sorted((d for d in spans if d.summary), key=lambda d: d.open_line)
@@ -213,58 +232,96 @@ def _breadcrumb(title: str, crumbs: list[_Marker]) -> list[str]:
 
 def _section_chunks(page: _Page, section: _Section, settings: ChunkerSettings) -> list[Chunk]:
     """The section cut into pieces within budget; a piece with almost no text joins the
-    piece before it (or, first in its section, the piece after it).
+    piece before it (or, first in its section, the piece after it) when the two fit the
+    bound.
 
     A short section keeps its chunk when it says anything below its heading (a one-line
-    answer is often the best hit); a bare heading needs min_alnum characters of its own.
+    answer is often the best hit); a bare heading needs min_alnum characters of its own,
+    unless what follows it is too big to take it along.
     """
-    budget = max(settings.budget_chars, 1)
+    budget, limit = max(settings.budget_chars, 1), settings.max_chars
     pieces: list[_Piece] = []
-    for start, end in _pieces(page, section, budget):
-        embed_text = _embed_text(page, start, end)
+    for span in _pieces(page, section, budget, limit):
+        embed_text = _embed_text(page, span)
         alnum = _alnum_count(embed_text, stop_at=settings.min_alnum)
-        if start == section.start and section.own_heading:
+        if span.start == section.start and span.columns is None and section.own_heading:
             alnum_of_heading = _alnum_count(section.own_heading)
             if alnum > alnum_of_heading:  # something below the heading
                 alnum = settings.min_alnum
-        piece = _Piece(start, end, [embed_text], alnum)
-        if pieces and min(piece.alnum, pieces[-1].alnum) < settings.min_alnum:
-            pieces[-1].absorb(piece)
-        else:
-            pieces.append(piece)
+        piece = _Piece(span.start, span.end, span.columns, [embed_text], alnum)
+        previous = pieces[-1] if pieces else None
+        if previous and min(piece.alnum, previous.alnum) < settings.min_alnum:
+            if previous.fits_with(piece, page, limit):
+                previous.absorb(piece)
+                continue
+            for residue in (previous, piece):
+                residue.stranded = residue.stranded or residue.alnum < settings.min_alnum
+        pieces.append(piece)
     return [
         _chunk(page, section.headings, piece)
         for piece in pieces
-        if piece.alnum >= settings.min_alnum
+        if _kept(page, piece, settings.min_alnum)
     ]
 
 
-def _pieces(page: _Page, section: _Section, budget: int) -> Iterator[tuple[int, int]]:
-    """Cut the section's lines into contiguous pieces, trimmed of blank lines (0-based)."""
-    piece_start = section.start
+def _kept(page: _Page, piece: _Piece, min_alnum: int) -> bool:
+    """Whether a piece becomes a chunk. The parts of a line share one fate, so that the line
+    reassembles whole or not at all; residue that the bound kept from joining a neighbour
+    stays when it has any text."""
+    if piece.columns is not None:
+        return page.alnum(piece.start, stop_at=min_alnum) >= min_alnum
+    return piece.alnum >= min_alnum or (piece.stranded and piece.alnum > 0)
+
+
+def _pieces(page: _Page, section: _Section, budget: int, limit: int) -> Iterator[_Span]:
+    """Cut the section's lines into pieces, trimmed of blank lines (0-based)."""
+    units = _units(page, section.start, section.end, budget, limit)
+    return _packed(page, units, section.start, section.end, budget, limit)
+
+
+def _packed(
+    page: _Lines, units: Iterable[_Unit], start: int, end: int, budget: int, limit: int
+) -> Iterator[_Span]:
+    """Lines start..end as contiguous pieces: a piece takes units while it stays within the
+    budget (headings stay with what follows them) and never beyond the limit. The parts of a
+    cut line are pieces of their own."""
+    piece_start = start
     headings_only = True
     has_units = False
-    for unit in _units(page, section.start, section.end, budget):
-        over = page.size(piece_start, unit.end) > budget
-        if has_units and over and not headings_only:
-            yield from _trimmed(page, piece_start, unit.start - 1)
+    for unit in units:
+        if unit.columns is not None:
+            yield from _bounded(page, piece_start, unit.start - 1, budget, limit)
+            yield _Span(unit.start, unit.end, unit.columns)
+            piece_start, headings_only, has_units = unit.end + 1, True, False
+            continue
+        size = page.size(piece_start, unit.end)
+        if has_units and (size > limit or (size > budget and not headings_only)):
+            yield from _bounded(page, piece_start, unit.start - 1, budget, limit)
             piece_start, headings_only = unit.start, True
         has_units = True
-        headings_only = headings_only and unit.is_heading(page)
-    yield from _trimmed(page, piece_start, section.end)
+        headings_only = headings_only and unit.heading
+    yield from _bounded(page, piece_start, end, budget, limit)
 
 
-def _trimmed(page: _Page, start: int, end: int) -> Iterator[tuple[int, int]]:
+def _bounded(page: _Lines, start: int, end: int, budget: int, limit: int) -> Iterator[_Span]:
+    """Lines start..end trimmed of blank lines; cut again at lines if lines that no unit
+    covers (which the parser left between blocks) took them over the limit."""
     while start <= end and not page.lines[start].strip():
         start += 1
     while end >= start and not page.lines[end].strip():
         end -= 1
-    if start <= end:
-        yield start, end
+    if start > end:
+        return
+    if page.size(start, end) <= limit:
+        yield _Span(start, end)
+    else:  # every non-blank line is a unit now, so this cannot come back here
+        units = _line_units(page, start, end, budget, limit)
+        yield from _packed(page, units, start, end, budget, limit)
 
 
-def _units(page: _Page, start: int, end: int, budget: int) -> Iterator[_Unit]:
-    """The blocks of lines start..end, broken down until each fits the budget or is atomic."""
+def _units(page: _Page, start: int, end: int, budget: int, limit: int) -> Iterator[_Unit]:
+    """The blocks of lines start..end, broken down until each fits the budget or is kept
+    whole up to the limit."""
     first = bisect.bisect_right(page.block_ends, start)
     for position in range(first, len(page.top_level)):
         index = page.top_level[position]
@@ -272,29 +329,40 @@ def _units(page: _Page, start: int, end: int, budget: int) -> Iterator[_Unit]:
         if first_line > end:
             break
         if first_line >= start and after_last - 1 <= end:
-            yield from _broken_down(page, _Unit(first_line, after_last - 1, index), budget)
+            yield from _broken_down(page, page.block_unit(index), budget, limit)
         else:  # a block that straddles a section boundary (an HTML block around </details>)
             clipped = _Unit(max(first_line, start), min(after_last - 1, end), _LINES)
-            yield from _broken_down(page, clipped, budget)
+            yield from _broken_down(page, clipped, budget, limit)
 
 
-def _broken_down(page: _Page, unit: _Unit, budget: int) -> Iterator[_Unit]:
+def _broken_down(page: _Page, unit: _Unit, budget: int, limit: int) -> Iterator[_Unit]:
     kind = page.tokens[unit.token].type if unit.token != _LINES else ""
-    if page.size(unit.start, unit.end) <= budget or kind in _UNSPLITTABLE:
+    size = page.size(unit.start, unit.end)
+    if size <= budget or (kind in _WHOLE_UP_TO_THE_BOUND and size <= limit):
         yield unit
     elif kind in _CONTAINERS and (children := page.children(unit.token)):
         for child in children:
-            yield from _broken_down(page, child, budget)
-    else:
-        for line in range(unit.start, unit.end + 1):
-            if page.lines[line].strip():
-                yield _Unit(line, line, _LINES)
+            yield from _broken_down(page, child, budget, limit)
+    else:  # a table between rows, code and paragraphs between lines
+        yield from _line_units(page, unit.start, unit.end, budget, limit)
+
+
+def _line_units(page: _Lines, start: int, end: int, budget: int, limit: int) -> Iterator[_Unit]:
+    """Each non-blank line of start..end as a unit; a line over the limit as its parts."""
+    for line in range(start, end + 1):
+        if not page.lines[line].strip():
+            continue
+        if page.size(line, line) <= limit:
+            yield _Unit(line, line, _LINES)
+        else:
+            for columns in _line_parts(page.lines[line], budget, limit):
+                yield _Unit(line, line, _LINES, columns=columns)
 
 
 def _chunk(page: _Page, headings: list[str], piece: _Piece) -> Chunk:
     return Chunk(
         headings=headings,
-        text="\n".join(page.lines[piece.start : piece.end + 1]),
+        text=page.text(piece.start, piece.end, piece.columns),
         embed_text="\n".join(part for part in piece.embed_parts if part),
         start_line=piece.start + 1,
         end_line=piece.end + 1,
@@ -311,10 +379,48 @@ def _alnum_count(text: str, stop_at: int = -1) -> int:
     return count
 
 
+# --- long lines ----------------------------------------------------------------------------
+
+
+def _line_parts(line: str, budget: int, limit: int) -> Iterator[tuple[int, int]]:
+    """Column ranges that cut a line into parts of at most `budget` characters (`limit` for a
+    sentence kept whole), joining back into the line."""
+    start = 0
+    while len(line) - start > budget:
+        stop = _part_end(line, start, budget, limit)
+        yield start, stop
+        start = stop
+    yield start, len(line)
+
+
+def _part_end(line: str, start: int, budget: int, limit: int) -> int:
+    """Where the part of the line from `start` ends: after its last sentence within the
+    budget, else after its first sentence if that is within the limit, else after its last
+    word within the budget, else after `budget` characters. Each search looks at most
+    `limit` characters ahead, so a line is cut in linear time."""
+    budget_end = start + budget
+    sentence_ends = [match.end() for match in _SENTENCE_END.finditer(line, start, budget_end)]
+    if sentence_ends:
+        return sentence_ends[-1]
+    first_sentence = _SENTENCE_END.search(line, start, start + limit)
+    if first_sentence is not None:
+        return first_sentence.end()
+    space_from_the_end = _WHITESPACE.search(line[start:budget_end][::-1])
+    if space_from_the_end is not None:
+        return budget_end - space_from_the_end.start()
+    return budget_end
+
+
 # --- embed text ----------------------------------------------------------------------------
 
 
-def _embed_text(page: _Page, start: int, end: int) -> str:
+def _embed_text(page: _Page, span: _Span) -> str:
+    if span.columns is not None:
+        return _line_part_text(page, span.start, *span.columns)
+    return _lines_text(page, span.start, span.end)
+
+
+def _lines_text(page: _Page, start: int, end: int) -> str:
     """Clean text of lines start..end, rendered from the page's own block tokens."""
     parts: list[str] = []
     first = bisect.bisect_right(page.block_ends, start)
@@ -331,12 +437,22 @@ def _render(page: _Page, index: int, start: int, end: int, parts: list[str]) -> 
     first, after_last = token.map  # type: ignore[misc]
     if first >= start and after_last - 1 <= end:
         parts.append(cleanup.render_tokens(page.tokens[index : page.closing[index] + 1], page.env))
-    elif token.type in _CONTAINERS:
+    elif token.type in _CONTAINERS or token.type in _TABLE_PARTS:
         for child in page.children_overlapping(index, start, end):
             _render(page, child.token, start, end, parts)
     else:
         parts.append(_partial_text(page, index, max(first, start), min(after_last - 1, end)))
         parts.append("\n")
+    if token.type in _CONTAINERS and token.level + 1 >= _MAX_NESTING:
+        parts.append(_unparsed_text(page, index, start, end))
+
+
+def _unparsed_text(page: _Page, index: int, start: int, end: int) -> str:
+    """Rough text of a container's lines, which markdown-it left unparsed: it parses nothing
+    nested deeper than its limit, and those lines would otherwise never be embedded."""
+    first, after_last = page.tokens[index].map  # type: ignore[misc]
+    lines = page.source_lines[max(first, start) : min(after_last, end + 1)]
+    return cleanup.rough_inline_text("\n".join(lines)) + "\n"
 
 
 def _partial_text(page: _Page, index: int, start: int, end: int) -> str:
@@ -345,25 +461,42 @@ def _partial_text(page: _Page, index: int, start: int, end: int) -> str:
     if token.type in ("paragraph_open", "heading_open"):
         inline = page.tokens[index + 1]
         first = inline.map[0] if inline.map else start
-        lines = inline.content.split("\n")[start - first : end - first + 1]
+        lines = page.content_lines(index + 1)[start - first : end - first + 1]
         return cleanup.inline_text("\n".join(lines), page.env)
+    if token.type in _CODE:
+        first = token.map[0] + (1 if token.type == "fence" else 0)  # type: ignore[index]
+        lines = page.content_lines(index)[max(start - first, 0) : max(end - first + 1, 0)]
+        return "\n".join(lines)
     return cleanup.html_block_text("\n".join(page.source_lines[start : end + 1]), page.env)
 
 
+def _line_part_text(page: _Page, line: int, begin: int, stop: int) -> str:
+    """Clean text of a part of a line that was cut into parts."""
+    raw = page.lines[line][begin:stop]
+    kind = page.block_kind_at(line)
+    if kind in _CODE:
+        return cleanup.tidy(raw)
+    if kind == "html_block":
+        return cleanup.tidy(cleanup.strip_html(raw))
+    if kind == "table_open":
+        raw = raw.replace("|", " ")
+    return cleanup.tidy(cleanup.rough_inline_text(cleanup.strip_template_tags(raw)))
+
+
 def _plain_page(text: str, path: str, settings: ChunkerSettings) -> ParsedPage:
-    """Last resort: the page as budget-sized runs of lines under its file name."""
+    """Last resort: the page as budget-sized runs of lines under its file name (a line over
+    the bound in parts, as in a page that parses)."""
     title = PurePosixPath(path).stem
-    lines = cleanup.normalise_newlines(text).split("\n")
-    chunks: list[Chunk] = []
-    start, size = 0, 0
-    for number, line in enumerate(lines):
-        size += len(line) + 1
-        if size >= settings.budget_chars or number == len(lines) - 1:
-            body = "\n".join(lines[start : number + 1])
-            if body.strip():
-                chunks.append(Chunk([title], body, " ".join(body.split()), start + 1, number + 1))
-            start, size = number + 1, 0
-    return ParsedPage(title=title, chunks=chunks)
+    page = _Lines(cleanup.normalise_newlines(text).split("\n"))
+    budget, limit = max(settings.budget_chars, 1), settings.max_chars
+    last = len(page.lines) - 1
+    spans = _packed(page, _line_units(page, 0, last, budget, limit), 0, last, budget, limit)
+    return ParsedPage(title=title, chunks=[_plain_chunk(page, title, span) for span in spans])
+
+
+def _plain_chunk(page: _Lines, title: str, span: _Span) -> Chunk:
+    text = page.text(span.start, span.end, span.columns)
+    return Chunk([title], text, " ".join(text.split()), span.start + 1, span.end + 1)
 
 
 def _offsets(lines: list[str]) -> list[int]:
@@ -389,7 +522,32 @@ def _closing_indexes(tokens: list[Token]) -> list[int]:
 # --- records -------------------------------------------------------------------------------
 
 
-class _Page:
+class _Lines:
+    """A page's lines as stored (front matter blanked): the text chunks are cut from."""
+
+    def __init__(self, lines: list[str]):
+        self.lines = lines
+        self.size_offsets = _offsets(lines)
+        self._alnum: dict[tuple[int, int], int] = {}
+
+    def size(self, start: int, end: int) -> int:
+        """Characters of lines start..end (0-based, inclusive), newlines included."""
+        return self.size_offsets[end + 1] - self.size_offsets[start]
+
+    def text(self, start: int, end: int, columns: tuple[int, int] | None) -> str:
+        if columns is not None:
+            return self.lines[start][columns[0] : columns[1]]
+        return "\n".join(self.lines[start : end + 1])
+
+    def alnum(self, line: int, stop_at: int) -> int:
+        """Alphanumeric characters of a line, counted up to stop_at (cached: every part of a
+        long line asks)."""
+        if (line, stop_at) not in self._alnum:
+            self._alnum[line, stop_at] = _alnum_count(self.lines[line], stop_at)
+        return self._alnum[line, stop_at]
+
+
+class _Page(_Lines):
     """A page's lines, its block tokens and lookups over them.
 
     `lines` are the file's lines (front matter blanked), the source of chunk text;
@@ -398,7 +556,7 @@ class _Page:
     """
 
     def __init__(self, lines: list[str], source_lines: list[str]):
-        self.lines = lines
+        super().__init__(lines)
         self.source_lines = source_lines
         self.source = "\n".join(source_lines)
         self.env: dict[str, Any] = {}
@@ -409,21 +567,22 @@ class _Page:
         ]
         self.block_ends = [self.tokens[i].map[1] for i in self.top_level]  # type: ignore[index]
         self.line_offsets = _offsets(source_lines)
-        self.size_offsets = _offsets(lines)
 
         self._children: dict[int, list[_Unit]] = {}
         self._children_ends: dict[int, list[int]] = {}
+        self._content_lines: dict[int, list[str]] = {}
 
-    def size(self, start: int, end: int) -> int:
-        """Characters of lines start..end (0-based, inclusive), newlines included."""
-        return self.size_offsets[end + 1] - self.size_offsets[start]
+    def block_unit(self, index: int) -> _Unit:
+        token = self.tokens[index]
+        first, after_last = token.map  # type: ignore[misc]
+        return _Unit(first, after_last - 1, index, heading=token.type == "heading_open")
 
     def children(self, index: int) -> list[_Unit]:
         """The blocks directly inside the container token at index (cached)."""
         if index not in self._children:
             parent = self.tokens[index]
             self._children[index] = [
-                _Unit(token.map[0], token.map[1] - 1, child)
+                self.block_unit(child)
                 for child in range(index + 1, self.closing[index])
                 if (token := self.tokens[child]).level == parent.level + 1
                 and token.nesting != -1
@@ -438,6 +597,27 @@ class _Page:
             if children[position].start > end:
                 break
             yield children[position]
+
+    def content_lines(self, index: int) -> list[str]:
+        """The lines of a token's content (cached: each piece of a long block asks)."""
+        if index not in self._content_lines:
+            self._content_lines[index] = self.tokens[index].content.split("\n")
+        return self._content_lines[index]
+
+    def block_kind_at(self, line: int) -> str:
+        """The type of the innermost block that holds the line ("" if none)."""
+        position = bisect.bisect_right(self.block_ends, line)
+        if position == len(self.top_level):
+            return ""
+        index = self.top_level[position]
+        while self.tokens[index].map[0] <= line:  # type: ignore[index]
+            if self.tokens[index].type not in _CONTAINERS:
+                return self.tokens[index].type
+            inner = next(self.children_overlapping(index, line, line), None)
+            if inner is None:
+                return self.tokens[index].type
+            index = inner.token
+        return ""
 
 
 @dataclass
@@ -464,17 +644,42 @@ class _Section:
     own_heading: str  # text of the heading or summary it starts with ("" if none)
 
 
-@dataclass
-class _Piece:
-    """Lines start..end of a section, on their way to becoming a chunk."""
+@dataclass(frozen=True)
+class _Span:
+    """Lines start..end (0-based, inclusive), or with columns the part [begin, stop) of the
+    line start (== end)."""
 
     start: int
     end: int
+    columns: tuple[int, int] | None = None
+
+
+@dataclass
+class _Piece:
+    """A span of a section on its way to becoming a chunk."""
+
+    start: int
+    end: int
+    columns: tuple[int, int] | None
     embed_parts: list[str]
     alnum: int  # alphanumeric characters of its embed text, counted up to min_alnum
+    stranded: bool = False  # residue the bound kept from joining a neighbour
+
+    def fits_with(self, following: _Piece, page: _Lines, limit: int) -> bool:
+        """Whether the following piece can join this one: whole lines within the limit, or
+        adjacent parts of one line within the limit."""
+        if self.columns is None and following.columns is None:
+            return page.size(self.start, following.end) <= limit
+        if self.columns is None or following.columns is None or self.end != following.start:
+            return False
+        return self.columns[1] == following.columns[0] and (
+            following.columns[1] - self.columns[0] <= limit
+        )
 
     def absorb(self, following: _Piece) -> None:
         self.end = following.end
+        if self.columns is not None and following.columns is not None:
+            self.columns = (self.columns[0], following.columns[1])
         self.embed_parts.extend(following.embed_parts)
         self.alnum += following.alnum
 
@@ -484,6 +689,5 @@ class _Unit:
     start: int
     end: int
     token: int  # index in the page's tokens, or _LINES
-
-    def is_heading(self, page: _Page) -> bool:
-        return self.token != _LINES and page.tokens[self.token].type == "heading_open"
+    heading: bool = False
+    columns: tuple[int, int] | None = None  # a part [begin, stop) of the line start (== end)

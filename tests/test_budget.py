@@ -73,9 +73,11 @@ def test_cuts_prefer_line_then_word_boundaries():
 @pytest.fixture(scope="module")
 def docs(tmp_path_factory, embedder):
     root = tmp_path_factory.mktemp("budget")
-    # One 60 KB line (a minified table row, a pasted log): a single huge chunk.
+    # One 60 KB line (a minified table row, a pasted log): a single huge chunk, as indexes
+    # built before chunks had an upper bound hold (a budget of 25,000 bounds them at 100,000).
     huge = "# Export log\n\n" + " ".join(f"entry-{i}=ok" for i in range(6_000)) + "\n"
-    docs = open_indexed_docs(root, {"faq.md": FAQ, "export.md": huge}, embedder)
+    files = {"faq.md": FAQ, "export.md": huge}
+    docs = open_indexed_docs(root, files, embedder, budget_chars=25_000)
     yield docs
     docs.holder.stop()
 

@@ -1,4 +1,5 @@
-"""The markdown chunker: metadata, sections, breadcrumbs, budget cuts, clean text, robustness."""
+"""The markdown chunker: metadata, sections, breadcrumbs, budget cuts, the upper bound, clean
+text, robustness."""
 
 from __future__ import annotations
 
@@ -13,27 +14,46 @@ from pathlib import Path
 import pytest
 
 from docdex.index_format.model import Chunk, ChunkerSettings, ParsedPage
+from docdex.index_format.reassembly import reassemble
 from docdex.indexer.markdown import parse_page
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 def parse(text: str, path: str = "docs/page.md", **settings: int) -> ParsedPage:
-    page = parse_page(text, path, ChunkerSettings(**settings))
-    assert_consistent(text, page)
+    chunker = ChunkerSettings(**settings)
+    page = parse_page(text, path, chunker)
+    assert_consistent(text, page, chunker.max_chars)
     return page
 
 
-def assert_consistent(text: str, page: ParsedPage) -> None:
-    """Chunk text is the exact source lines, spans are ordered and never overlap."""
-    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-    lines = text.split("\n")
-    previous_end = 0
+def assert_consistent(text: str, page: ParsedPage, max_chars: int) -> None:
+    """Chunk text is the exact source lines, or a part of one line, and never over the bound;
+    spans are ordered and never overlap, except that the parts of a line are consecutive
+    chunks that join back into it; reassembly gives every covered line back."""
+    lines = lf(text).split("\n")
+    runs: list[list[Chunk]] = []  # a chunk, or the parts of one line
     for chunk in page.chunks:
-        assert previous_end < chunk.start_line <= chunk.end_line <= len(lines)
-        assert chunk.text == "\n".join(lines[chunk.start_line - 1 : chunk.end_line])
+        assert 1 <= chunk.start_line <= chunk.end_line <= len(lines)
+        assert len(chunk.text) <= max_chars
         assert chunk.headings[0] == page.title
-        previous_end = chunk.end_line
+        if runs and runs[-1][-1].end_line == chunk.start_line:
+            runs[-1].append(chunk)
+        else:
+            assert not runs or runs[-1][-1].end_line < chunk.start_line
+            runs.append([chunk])
+    for run in runs:
+        first, last = run[0].start_line, run[-1].end_line
+        assert len(run) == 1 or all(c.start_line == c.end_line == first for c in run)
+        assert "".join(c.text for c in run) == "\n".join(lines[first - 1 : last])
+    covered = set(covered_lines(page.chunks))
+    expected = [line if n in covered else "" for n, line in enumerate(lines, 1)]
+    rebuilt = reassemble(page.chunks).split("\n")
+    assert rebuilt == expected[: len(rebuilt)]
+
+
+def lf(text: str) -> str:
+    return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def crumbs(page: ParsedPage) -> list[list[str]]:
@@ -392,14 +412,14 @@ def test_long_prose_splits_at_paragraphs_keeping_breadcrumb_and_lines() -> None:
     assert [c.headings for c in page.chunks][-1] == ["Title", "Next"]
 
 
-def test_tables_and_fences_are_never_split() -> None:
+def test_tables_and_fences_under_the_bound_are_never_split() -> None:
     rows = "\n".join(f"| row {n} | {sentence(n)} |" for n in range(20))
     code = "\n".join(f"print('line {n} of a long code block')" for n in range(40))
     text = (
         "## Data\n\nA short intro.\n\n| key | value |\n| --- | --- |\n"
         f"{rows}\n\nBetween the blocks.\n\n```python\n{code}\n```\n\nAfter the code.\n"
     )
-    page = parse(text, budget_chars=300)
+    page = parse(text, budget_chars=500)  # both blocks over the budget, under the bound (2,000)
     table = chunk_with(page, "| key | value |")
     assert all(f"| row {n} |" in table.text for n in range(20))
     fence = chunk_with(page, "```python")
@@ -407,9 +427,9 @@ def test_tables_and_fences_are_never_split() -> None:
     assert set(non_blank_lines(text)) <= set(covered_lines(page.chunks))
 
 
-def test_heading_sticks_to_an_oversize_block() -> None:
+def test_heading_sticks_to_an_oversize_block_under_the_bound() -> None:
     code = "\n".join(f"x = {n}  # a fairly long line of example code" for n in range(30))
-    page = parse(f"## Example\n\n```python\n{code}\n```\n", budget_chars=200)
+    page = parse(f"## Example\n\n```python\n{code}\n```\n", budget_chars=400)
     assert len(page.chunks) == 1 and page.chunks[0].text.startswith("## Example")
 
 
@@ -462,6 +482,140 @@ def test_a_residue_piece_of_a_long_section_joins_the_previous_piece() -> None:
     text = f"## Section\n\n{long_paragraph}\n\nOk.\n"
     page = parse(text, budget_chars=len(long_paragraph) + 16)
     assert len(page.chunks) == 1 and page.chunks[0].text.endswith("Ok.")
+
+
+# --- the upper bound -------------------------------------------------------------------------
+
+
+def sentences(first: int, count: int) -> str:
+    return " ".join(sentence(n) for n in range(first, first + count))
+
+
+def parts_of_line(page: ParsedPage, line: int) -> list[Chunk]:
+    parts = [c for c in page.chunks if c.start_line <= line <= c.end_line]
+    assert parts and all(c.start_line == c.end_line == line for c in parts)
+    return parts
+
+
+def test_the_bound_is_four_budgets() -> None:
+    assert ChunkerSettings().max_chars == 6_000
+    assert ChunkerSettings(budget_chars=300).max_chars == 1_200
+    assert ChunkerSettings(budget_chars=0).max_chars == 4
+
+
+def test_a_long_line_is_cut_between_sentences() -> None:
+    long_sentence = "A sentence without an end " + "that goes on and on " * 40  # ~830 chars
+    line = f"{sentences(0, 30)} {long_sentence.strip()}. {sentences(30, 30)}"
+    text = (
+        f"# Title\n\nIntro paragraph that says enough to be kept.\n\n{line}\n\n## Next\n\nMore.\n"
+    )
+    page = parse(text, budget_chars=300)
+    parts = parts_of_line(page, 5)
+    assert len(parts) > 10 and "".join(c.text for c in parts) == line
+    assert all(c.text.endswith(". ") for c in parts[:-1])  # the space stays with the sentence
+    assert sum(long_sentence.strip() in c.text for c in parts) == 1  # within the bound: whole
+    assert all(len(c.text) <= 300 for c in parts if long_sentence.strip() not in c.text)
+    assert all(
+        c.headings == ["Title"] and c.embed_text.startswith(("Sentence", "A")) for c in parts
+    )
+    assert reassemble(page.chunks) == text.rstrip("\n")
+
+
+def test_a_sentence_over_the_bound_is_cut_between_words() -> None:
+    words = " ".join(f"word{n}" for n in range(500))
+    page = parse(f"{words}\n", budget_chars=300)
+    parts = parts_of_line(page, 1)
+    assert len(parts) > 10 and all(len(c.text) <= 300 for c in parts)
+    assert all(c.text.endswith(" ") for c in parts[:-1])
+    assert "".join(c.text for c in parts) == words
+
+
+def test_a_line_without_spaces_is_cut_anywhere_and_its_heading_stays() -> None:
+    blob = "QUJD" * 2_000
+    text = f"## Blob\n\n{blob}\n"
+    page = parse(text, budget_chars=300)
+    assert page.chunks[0].text == "## Blob"  # too big to take along, too useful to drop
+    parts = parts_of_line(page, 3)
+    assert [len(c.text) for c in parts] == [300] * 26 + [200]
+    assert reassemble(page.chunks) == text.rstrip("\n")
+
+
+def test_a_table_over_the_bound_is_cut_between_rows() -> None:
+    rows = "\n".join(f"| row {n} | {sentence(n)} |" for n in range(40))
+    text = (
+        f"## Data\n\n| key | value |\n| --- | --- |\n{rows}\n\nAfter the table, a closing remark.\n"
+    )
+    page = parse(text, budget_chars=300)
+    assert len(page.chunks) > 10 and all(len(c.text) <= 300 for c in page.chunks)
+    assert page.chunks[0].text.startswith("## Data\n\n| key | value |\n| --- | --- |\n| row 0 |")
+    assert all(c.text.startswith("| row") for c in page.chunks[1:-1])
+    assert all("|" not in c.embed_text for c in page.chunks)
+    assert page.chunks[0].embed_text.startswith("Data\nkey value\nrow 0 Sentence number 0")
+    assert reassemble(page.chunks) == text.rstrip("\n")
+
+
+def test_a_table_row_over_the_bound_is_cut_into_parts() -> None:
+    row = f"| long | {sentences(0, 40)} |"
+    text = f"## Data\n\n| key | value |\n| --- | --- |\n| short | row |\n{row}\n| last | row |\n"
+    page = parse(text, budget_chars=300)
+    parts = parts_of_line(page, 6)
+    assert len(parts) > 8 and "".join(c.text for c in parts) == row
+    assert all("|" not in c.embed_text for c in parts)
+    assert reassemble(page.chunks) == text.rstrip("\n")
+
+
+def test_a_fence_over_the_bound_is_cut_between_lines() -> None:
+    code = "\n".join(f"let value_{n} = compute({n}); // step {n} of the example" for n in range(80))
+    text = f"## Code\n\nSome code follows.\n\n```rust\n{code}\n```\n"
+    page = parse(text, budget_chars=300)
+    assert len(page.chunks) > 10 and all(len(c.text) <= 300 for c in page.chunks)
+    assert all("```" not in c.embed_text and "let value_" in c.embed_text for c in page.chunks)
+    assert page.chunks[-1].text.endswith("step 79 of the example\n```")
+    assert reassemble(page.chunks) == text.rstrip("\n")
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        "| key | value |\n| --- | --- |\n| long | " + "cell words " * 10_000 + "|",
+        "```js\n" + "x=compute(1);" * 8_000 + "\n```",
+        "    " + "indented code " * 8_000,
+        "<div>" + "html words " * 10_000 + "</div>",
+        "> " + "quoted words " * 8_000,
+        "- " + "listed words " * 8_000,
+        "# " + "heading words " * 8_000,
+        "\n".join("  " * n + f"- {sentences(n, 3)}" for n in range(80)),  # a deep list
+        "Title\n" + "=" * 30_000,
+    ],
+    ids=["table row", "fence", "indented", "html", "quote", "list", "heading", "deep", "setext"],
+)
+@pytest.mark.usefixtures("no_fallback")
+def test_the_bound_holds_for_any_block(block: str) -> None:
+    text = f"Some introduction, long enough to be a chunk of its own.\n\n{block}\n"
+    page = parse(text)  # parse checks the bound, the spans and the reassembly
+    assert len(page.chunks) >= 2  # the introduction, then the block (a line of "=" is residue)
+    assert all(len(heading) <= 2_000 for c in page.chunks for heading in c.headings)
+
+
+def test_crlf_long_lines_give_the_same_chunks_as_lf() -> None:
+    rows = "\n".join(f"| row {n} | {sentence(n)} |" for n in range(20))
+    text = f"# Title\n\n{sentences(0, 30)}\n\n| key | value |\n| --- | --- |\n{rows}\n"
+    lf = parse(text, budget_chars=300)
+    assert len(lf.chunks) > 10
+    assert parse(text.replace("\n", "\r\n"), budget_chars=300) == lf
+    assert reassemble(lf.chunks) == text.rstrip("\n")
+
+
+def test_reassembly_gives_a_page_of_long_lines_tables_and_fences_back() -> None:
+    code = "\n".join(f"print('line {n} of a long code block')" for n in range(60))
+    rows = "\n".join(f"| row {n} | {sentence(n)} |" for n in range(30))
+    text = (
+        f"# Page\n\nA first paragraph, short and sweet enough.\n\n{sentences(0, 40)}\n\n"
+        f"## Tables\n\n| key | value |\n|---|---|\n{rows}\n| wide | {sentences(40, 30)} |\n\n"
+        f"## Code\n\n```python\n{code}\n" + "x = 1; " * 500 + "\n```\n\nThe end of the page.\n"
+    )
+    page = parse(text, budget_chars=300)
+    assert reassemble(page.chunks) == text.rstrip("\n")
 
 
 # --- clean text ------------------------------------------------------------------------------
@@ -594,21 +748,22 @@ def test_random_bytes_and_markup_soup_parse() -> None:
         *("# ", "## ", "- ", "1. ", "> ", "```", "~~~", "\n", "\r\n", "\r", "\n\n", "|", "---"),
         *("<details>", "<summary>", "</summary>", "</details>", "{% x %}", "{{< y >}}", "!!! "),
         *(":::", "[a](b)", "![", "*", "_", "`", "&amp;", "<div>", "    ", "\t", "word ", "é"),
+        *("Some words. " * 8, "x" * 90, "| cell " * 12),  # long lines, over small bounds
     ]
     for _ in range(150):
         raw = bytes(rng.randrange(256) for _ in range(rng.randrange(400)))
         parse(raw.decode("utf-8", errors="replace"))
         parse("".join(rng.choice(pieces) for _ in range(rng.randrange(300))))
-        budget = rng.randrange(1, 200)
+        budget = rng.randrange(1, 200)  # parse checks that no chunk exceeds 4 budgets
         parse("".join(rng.choice(pieces) for _ in range(300)), budget_chars=budget)
 
 
 @pytest.mark.usefixtures("no_fallback")
 def test_five_megabytes_on_one_line() -> None:
     text = "word " * 1_000_000
-    page = parse(text)
-    assert len(page.chunks) == 1 and page.chunks[0].end_line == 1
-    assert page.chunks[0].text.strip() == text.strip()
+    page = parse(text)  # parse checks the bound and that the parts join back into the line
+    assert len(page.chunks) > 800
+    assert all(c.start_line == c.end_line == 1 and c.text.endswith(" ") for c in page.chunks)
 
 
 def test_a_parser_bug_still_gives_the_page_as_plain_chunks(
@@ -618,9 +773,11 @@ def test_a_parser_bug_still_gives_the_page_as_plain_chunks(
         raise RuntimeError("a bug")
 
     monkeypatch.setattr("docdex.indexer.markdown._parse_page", broken)
-    text = "\r\n".join(f"line {n} of the page" for n in range(100))
-    page = parse(text, "docs/broken.md", budget_chars=300)
+    lines = [f"line {n} of the page" for n in range(100)]
+    lines[50] = " ".join(sentence(n) for n in range(40))  # over the bound of 1,200
+    page = parse("\r\n".join(lines), "docs/broken.md", budget_chars=300)
     assert page.title == "broken" and len(page.chunks) > 1
+    assert len([c for c in page.chunks if c.start_line == c.end_line == 51]) > 3
     assert "parse failed for docs/broken.md" in caplog.text
 
 
