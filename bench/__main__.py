@@ -30,6 +30,9 @@ BENCHMARKS: dict[str, Callable[[], list[Figure]]] = {
     "queries": _lazy("queries", "bench_queries"),
     "watch": _lazy("watch", "bench_watch_latency"),
     "serve-powershell": _lazy("queries", "bench_serving_powershell"),
+    "answers": _lazy("answers", "bench_answers"),
+    "web": _lazy("web", "bench_web_keystroke"),
+    "refs": _lazy("refs", "bench_refs"),
 }
 SETS = {
     "quick": ["index-apm", "queries", "hooks", "watch"],
@@ -37,9 +40,11 @@ SETS = {
         "index-rustc",
         "index-powershell",
         "serve-powershell",
+        "answers",
         "queries",
         "hooks",
         "hooks-rustc",
+        "refs",
         "watch",
     ],
 }

@@ -9,6 +9,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import msgspec
@@ -18,6 +19,7 @@ from docdex.index_format.store import load_current
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
+EVAL = SHARED / "eval"
 RESULTS = ROOT / "bench" / "results"
 CACHE = Path(os.environ.get("DOCDEX_BENCH_CACHE", "/tmp/docdex-bench"))
 SEEDS = CACHE / "seeds"
@@ -27,6 +29,21 @@ CORPORA = {  # name -> (bundle, branch)
     "rustc": ("rustc-dev-guide-md.bundle", "md-linear"),
     "powershell": ("PowerShell-Docs-md.bundle", "md-linear"),
     "msmarco": ("msmarco-5k.bundle", "main"),
+}
+
+
+EVAL_FILES = {  # corpus -> its query file in ../shared/eval (PowerShell-Docs has none)
+    "apm": "apm.queries.jsonl",
+    "rustc": "rustc-dev-guide.queries.jsonl",
+    "msmarco": "msmarco-5k.queries.jsonl",
+}
+GIT_ENV = {  # commits made by the benchmarks, whatever the machine's git configuration
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@docdex.invalid",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@docdex.invalid",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
 }
 
 
@@ -45,6 +62,35 @@ def git(*args: str, cwd: Path | None = None, input: str | None = None) -> str:
     return subprocess.run(
         ["git", *args], cwd=cwd, check=True, capture_output=True, text=True, input=input
     ).stdout.strip()
+
+
+def bench_git(cwd: Path, *args: str) -> None:
+    """`git` as the benchmarks' own author (GIT_ENV), for repositories they write to."""
+    subprocess.run(
+        ["git", *args], cwd=cwd, env={**os.environ, **GIT_ENV}, check=True, capture_output=True
+    )
+
+
+def work_repo(where: Path, files: Mapping[str, bytes]) -> Path:
+    """A bare repository (where/origin.git) and a clone (where/work, returned) whose one
+    commit holds `files` (path -> content), not pushed yet; the clone's remote is origin."""
+    where.mkdir(parents=True)
+    bare, work = where / "origin.git", where / "work"
+    bench_git(where, "init", "-q", "--bare", "--initial-branch=main", str(bare))
+    bench_git(where, "init", "-q", "--initial-branch=main", str(work))
+    for name, content in files.items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_bytes(content)
+    bench_git(work, "add", "-A")
+    bench_git(work, "commit", "-q", "-m", "docs")
+    bench_git(work, "remote", "add", "origin", str(bare))
+    return work
+
+
+def eval_queries(corpus: str) -> list[dict]:
+    """The rows of `corpus`'s query file (format: ../shared/eval/README.md)."""
+    lines = (EVAL / EVAL_FILES[corpus]).read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 def source_repo(corpus: str) -> Path:

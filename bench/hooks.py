@@ -29,6 +29,7 @@ from .common import (
     CACHE,
     SEEDS,
     Figure,
+    bench_git,
     first_parent_commits,
     fresh_bare,
     keep_seed,
@@ -37,6 +38,7 @@ from .common import (
     say,
     seed_index,
     source_repo,
+    work_repo,
     write_results,
 )
 
@@ -46,14 +48,6 @@ TARGET_OVERHEAD_MS = 100
 RUSTC_PUSHES = 50
 RUSTC_WAIT_S = 120
 SEED = SEEDS / "hooks-docs"  # the index of the shipped docs the last run's first push made
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "bench",
-    "GIT_AUTHOR_EMAIL": "bench@docdex.invalid",
-    "GIT_COMMITTER_NAME": "bench",
-    "GIT_COMMITTER_EMAIL": "bench@docdex.invalid",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
 
 
 def bench_push_overhead() -> list[Figure]:
@@ -76,8 +70,8 @@ def bench_push_overhead() -> list[Figure]:
 
 
 def _push_overhead(root: Path, data: DataDir) -> tuple[list[Figure], dict]:
-    plain = _repo(root / "plain")
-    hooked = _repo(root / "hooked")
+    plain = work_repo(root / "plain", shipped_docs())
+    hooked = work_repo(root / "hooked", shipped_docs())
     seeded = seed_index(data.root, SEED)
     install_hook(data, hooked.parent / "origin.git", "docs")
     vectors = "the last run's vectors" if seeded else "all embedded"
@@ -200,7 +194,7 @@ def _replay(
         server.wait_serving(180)
         for n, sha in enumerate(replay):
             started = time.perf_counter()
-            _git(src, "push", "-q", "--force", str(bare), f"{sha}:refs/heads/main")
+            bench_git(src, "push", "-q", "--force", str(bare), f"{sha}:refs/heads/main")
             deadline = time.monotonic() + RUSTC_WAIT_S
             while _served_commit(server, "rustc") != sha:
                 if time.monotonic() > deadline:
@@ -231,40 +225,19 @@ def _cli(data: DataDir, *args: str) -> None:
 # --- helpers -------------------------------------------------------------------------------
 
 
-def _repo(where: Path) -> Path:
-    """A bare repository (where/origin.git) and its clone (where/work) holding the docs."""
-    where.mkdir(parents=True)
-    bare, work = where / "origin.git", where / "work"
-    _git(where, "init", "-q", "--bare", "--initial-branch=main", str(bare))
-    _git(where, "init", "-q", "--initial-branch=main", str(work))
-    for name, content in shipped_docs().items():
-        (work / name).parent.mkdir(parents=True, exist_ok=True)
-        (work / name).write_bytes(content)
-    _git(work, "add", "-A")
-    _git(work, "commit", "-q", "-m", "docs")
-    _git(work, "remote", "add", "origin", str(bare))
-    return work
-
-
 def _commit(work: Path, path: str, text: str) -> None:
     target = work / path
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target, "a", encoding="utf-8") as f:
         f.write(text)
-    _git(work, "add", "-A")
-    _git(work, "commit", "-q", "-m", "change")
+    bench_git(work, "add", "-A")
+    bench_git(work, "commit", "-q", "-m", "change")
 
 
 def _push(work: Path) -> float:
     started = time.perf_counter()
-    _git(work, "push", "-q", "origin", "main")
+    bench_git(work, "push", "-q", "origin", "main")
     return time.perf_counter() - started
-
-
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", *args], cwd=cwd, env={**os.environ, **GIT_ENV}, check=True, capture_output=True
-    )
 
 
 def _wait_idle(data: DataDir, timeout: float = 600) -> None:

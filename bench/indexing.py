@@ -14,13 +14,14 @@ import sys
 import time
 from pathlib import Path
 
-from docdex.index_format.config import Config, SourceConfig
+from docdex.index_format.config import Config, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
 from docdex.indexer.pipeline import index_sources
 from docdex.model.embedder import Embedder
 
 from .common import (
     CACHE,
+    CORPORA,
     Figure,
     changed_markdown,
     docdex,
@@ -43,6 +44,27 @@ def corpus_index(corpus: str) -> Path:
     """The data directory bench_corpus leaves in the bench cache (the corpus at its head, where
     the replay ends), beside the bare repository it indexes."""
     return CACHE / "index" / corpus / "data"
+
+
+def head_index(corpus: str) -> Path:
+    """`corpus` at its head, indexed in the data directory `corpus_index` names: the index
+    bench_corpus left there (brought up to date, usually nothing to do), else built here,
+    once, which takes as long as a full index (PowerShell-Docs: about 20 minutes)."""
+    data = DataDir(corpus_index(corpus))
+    bare = data.root.parent / f"{corpus}.git"
+    src = source_repo(corpus)
+    head = git("rev-parse", CORPORA[corpus][1], cwd=src)
+    if not bare.exists():
+        shutil.rmtree(data.root.parent, ignore_errors=True)
+        data.root.parent.mkdir(parents=True)
+        fresh_bare(corpus, head, data.root.parent)
+    git("push", "-q", "--force", str(bare), f"{head}:refs/heads/main", cwd=src)
+    if not data.config.exists():  # a replay-only index ran from an unsaved Config
+        data.ensure()
+        save_config(data, Config(sources=[SourceConfig(name=corpus, location=str(bare))]))
+    say(f"[{corpus}] the index at the head {head[:10]} (reused when up to date) ...")
+    index_sources(data, load_config(data))
+    return data.root
 
 
 def _children_cpu() -> float:

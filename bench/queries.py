@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import random
 import statistics
 import threading
@@ -24,10 +23,19 @@ from docdex.server.search import bm25_top, profile_query
 from docdex.server.snapshot import Snapshot
 from docdex.serverproc import ServeProcess
 
-from .common import CACHE, SHARED, Figure, git, median, percentile, say, source_repo, write_results
+from .common import (
+    CACHE,
+    Figure,
+    eval_queries,
+    git,
+    median,
+    percentile,
+    say,
+    source_repo,
+    write_results,
+)
 from .indexing import corpus_index
 
-QUERIES = SHARED / "eval" / "apm.queries.jsonl"
 LATENCY_QUERIES = 150
 SWAP_VERSIONS = 10
 
@@ -49,7 +57,7 @@ def apm_index() -> DataDir:
 
 
 def sample_queries(n: int) -> list[str]:
-    rows = [json.loads(line) for line in QUERIES.read_text().splitlines() if line.strip()]
+    rows = eval_queries("apm")
     handwritten = [r["query"] for r in rows if r["class"] == "handwritten"]
     others = [r["query"] for r in rows if r["class"] != "handwritten"]
     return handwritten + random.Random(7).sample(others, n - len(handwritten))
