@@ -19,7 +19,7 @@ from docdex.index_format.config import Config, Settings, SourceConfig, load_conf
 from docdex.index_format.layout import DataDir
 from docdex.indexer.pipeline import index_sources
 from docdex.model.embedder import Embedder
-from docdex.server.search import bm25_top, profile_query
+from docdex.server.search import Scope, bm25_top, profile_query
 from docdex.server.snapshot import Snapshot
 from docdex.serverproc import ServeProcess
 
@@ -157,7 +157,7 @@ def hnsw_against_exact(data: DataDir, queries: list[str]) -> dict:
     for query in queries:
         profile = profile_query(query)
         started = time.perf_counter()
-        bm25_top(snapshot, profile, "", "")
+        bm25_top(snapshot, profile, Scope())
         bm25_s.append(time.perf_counter() - started)
     snapshot.close()
     return {

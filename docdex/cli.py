@@ -17,6 +17,7 @@ from docdex.index_format.config import (
     default_data_dir,
     load_config,
     save_config,
+    validate_ref_pattern,
     validate_source_name,
 )
 from docdex.index_format.layout import DataDir, IndexFormatError
@@ -111,6 +112,14 @@ def _add_source_commands(commands) -> None:
     add.add_argument("location", help="bare repository, checkout, or git URL")
     add.add_argument("--branch", default="", help="branch to index (default: HEAD's)")
     add.add_argument(
+        "--ref",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="more branches or tags to index, each on its own, e.g. 'release/*' or 'v2.*' "
+        "(repeatable; `*` matches '/' too)",
+    )
+    add.add_argument(
         "--description", default="", help="one line on what the source holds, shown to agents"
     )
     add.add_argument(
@@ -134,6 +143,7 @@ def cmd_source_add(data: DataDir, args) -> int:
     from docdex.index_format.config import SourceError, source_kind
 
     name = validate_source_name(args.name)
+    refs = [validate_ref_pattern(pattern) for pattern in args.ref]
     location = args.location
     try:
         kind = source_kind(location)
@@ -149,6 +159,7 @@ def cmd_source_add(data: DataDir, args) -> int:
         name=name,
         location=location,
         branch=args.branch,
+        refs=refs,
         include=args.include or list(DEFAULT_INCLUDE),
         exclude=args.exclude,
         description=args.description.strip(),
@@ -166,13 +177,18 @@ def cmd_source_list(data: DataDir, args) -> int:
     if not config.sources:
         print(config.describe_sources())
     for s in config.sources:
-        branch = s.branch or "(HEAD branch)"
         print(
-            f"{s.name}\t{s.location}\t{branch}\tinclude={','.join(s.include)}"
+            f"{s.name}\t{s.location}\t{_refs_text(s)}\tinclude={','.join(s.include)}"
             + (f"\texclude={','.join(s.exclude)}" if s.exclude else "")
             + (f"\t{s.description}" if s.description else "")
         )
     return EXIT_OK
+
+
+def _refs_text(source: SourceConfig) -> str:
+    """The refs a source indexes: its branch (or HEAD's), then its `refs` patterns."""
+    branch = source.branch or "HEAD branch"
+    return branch + (f" + refs {' '.join(source.refs)}" if source.refs else "")
 
 
 def cmd_source_remove(data: DataDir, args) -> int:
@@ -240,6 +256,8 @@ def _print_run(report) -> None:
             print(f"  error: {s.error}")
         for problem in s.problems:
             print(f"  skipped {problem.path}: {problem.problem}")
+        for ignored in s.ignored_refs:
+            print(f"  not indexed: {ignored}")
     if report.published:
         print(
             f"published version {report.version} ({report.chunks} chunks, "
@@ -548,7 +566,7 @@ def cmd_hook_install(data: DataDir, args) -> int:
         raise CommandError(str(exc)) from None
     if done.registered:
         print(f"added source {done.source} ({done.hook.parent.parent})")
-    tracked = ", ".join(f"{n} ({b or 'HEAD branch'})" for n, b in done.tracked)
+    tracked = ", ".join(f"{s.name} ({_refs_text(s)})" for s in done.tracked)
     print(f"installed {done.hook}: pushes index {tracked} in {data.root}")
     if done.chained:
         print(f"the earlier hook runs first, kept as {done.hook.name}.docdex-chained")

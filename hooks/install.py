@@ -20,9 +20,11 @@ import msgspec
 
 from docdex.index_format.config import (
     Config,
+    ConfigError,
     SourceConfig,
     load_config,
     save_config,
+    validate_ref_pattern,
     validate_source_name,
 )
 from docdex.index_format.layout import DataDir
@@ -43,7 +45,7 @@ class Installed:
     source: str
     registered: bool  # the source was added to docdex.toml by this install
     chained: bool  # an earlier hook runs first
-    tracked: list[tuple[str, str]]  # (source, branch; "" = HEAD's) for this repository
+    tracked: list[SourceConfig]  # the sources of this repository (branch, refs patterns)
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,8 @@ def install_hook(
     config = load_config(data)
     registered = _register(data, config, name, bare)
     config = load_config(data)
-    tracked = [(s.name, s.branch) for s in config.sources if _same_repo(s.location, bare)]
+    tracked = [s for s in config.sources if _same_repo(s.location, bare)]
+    script = render_hook(python or sys.executable, data, tracked, idle_exit_s)
     hooks = _hooks_dir(bare)
     hooks.mkdir(parents=True, exist_ok=True)
     hook, chained = hooks / HOOK, hooks / CHAINED
@@ -77,7 +80,6 @@ def install_hook(
                 f"{hook} is not docdex's and {chained} already exists; move one of them away"
             )
         os.rename(hook, chained)
-    script = render_hook(python or sys.executable, data, tracked, idle_exit_s)
     _write_executable(hook, script)
     return Installed(hook, name, registered, _exists(chained), tracked)
 
@@ -103,14 +105,12 @@ def is_docdex_hook(path: Path) -> bool:
         return SIGNATURE in f.read(512)
 
 
-def render_hook(
-    python: str, data: DataDir, tracked: list[tuple[str, str]], idle_exit_s: int
-) -> str:
+def render_hook(python: str, data: DataDir, tracked: list[SourceConfig], idle_exit_s: int) -> str:
     template = resources.files("docdex.hooks").joinpath("post-receive.sh").read_text("utf-8")
     values = {
         "@PYTHON@": shlex.quote(os.path.abspath(python)),  # the venv's python, not its target
         "@DATA@": shlex.quote(str(data.root.resolve())),
-        "@SOURCES@": shlex.quote(" ".join(f"{name}={branch}" for name, branch in tracked)),
+        "@SOURCES@": shlex.quote(" ".join(_entries(tracked))),
         "@IDLE_EXIT@": str(int(idle_exit_s)),
     }
     for key, value in values.items():
@@ -119,6 +119,26 @@ def render_hook(
 
 
 # --- helpers -------------------------------------------------------------------------------
+
+
+def _entries(tracked: list[SourceConfig]) -> list[str]:
+    """What the hook matches a pushed ref against (post-receive.sh, DOCDEX_SOURCES): per
+    source "name=refs/heads/BRANCH" ("name=" for HEAD's branch), then "name:PATTERN" for
+    each of its `refs`."""
+    entries = []
+    for source in tracked:
+        branch = source.branch.removeprefix("refs/heads/")
+        entries.append(f"{source.name}=" + (f"refs/heads/{branch}" if branch else ""))
+        entries += [f"{source.name}:{_pattern(source, p)}" for p in source.refs]
+    return entries
+
+
+def _pattern(source: SourceConfig, pattern: str) -> str:
+    """A valid pattern (one with a space would split in the hook's list)."""
+    try:
+        return validate_ref_pattern(pattern)
+    except ConfigError as exc:
+        raise HookError(f"source {source.name!r}: {exc}") from None
 
 
 def _bare_repository(repo: str | os.PathLike[str]) -> Path:

@@ -1,15 +1,17 @@
 #!/bin/sh
 # docdex post-receive hook: installed by `docdex hook install`, removed by `docdex hook uninstall`.
 #
-# For each pushed branch a docdex source tracks it files a request in the data directory's
-# queue, makes sure a worker runs, and returns at once: the push never waits for indexing and
-# never fails because of docdex. Plain sh and no Python on the push's path, so it costs a few
+# For each pushed branch or tag a docdex source tracks it files a request in the data
+# directory's queue, makes sure a worker runs, and returns at once: the push never waits for
+# indexing and never fails because of docdex. Plain sh and no Python on the push's path, so it costs a few
 # milliseconds (docs/adr/0005-hook-and-worker.md). An earlier hook, if any, was kept as
 # post-receive.docdex-chained: it runs first, with the same input, and its exit status is ours.
 
 DOCDEX_PYTHON=@PYTHON@
 DOCDEX_DATA=@DATA@
-DOCDEX_SOURCES=@SOURCES@ # name=branch ...; an empty branch means the one HEAD names
+# name=refs/heads/BRANCH (a source's branch; name= : the one HEAD names), then one
+# name:PATTERN per pattern of its `refs` (a short name selects branches and tags alike)
+DOCDEX_SOURCES=@SOURCES@
 DOCDEX_IDLE_EXIT=@IDLE_EXIT@
 
 input=$(cat)
@@ -29,6 +31,22 @@ docdex_head_branch() {
     read -r head <HEAD 2>/dev/null
     case "$head" in
     "ref: refs/heads/"*) printf '%s' "${head#ref: refs/heads/}" ;;
+    esac
+}
+
+docdex_glob() { # pattern name: sh's `case` is the indexer's fnmatch (`*` matches '/' too)
+    case "$2" in
+    $1) return 0 ;;
+    esac
+    return 1
+}
+
+docdex_selects() { # pattern kind(heads|tags) name: does the pattern select refs/kind/name?
+    case "$1" in
+    "") [ "$2" = heads ] && [ "$3" = "$head_branch" ] ;;
+    refs/heads/*) [ "$2" = heads ] && docdex_glob "${1#refs/heads/}" "$3" ;;
+    refs/tags/*) [ "$2" = tags ] && docdex_glob "${1#refs/tags/}" "$3" ;;
+    *) docdex_glob "$1" "$3" ;;
     esac
 }
 
@@ -71,18 +89,25 @@ docdex_main() {
     docdex_n=0
     filed=""
     head_branch=$(docdex_head_branch)
+    set -f # patterns are matched, never expanded against the repository's files
     while read -r old new ref; do
-        [ -n "$ref" ] || continue
-        branch=${ref#refs/heads/}
-        [ "$branch" != "$ref" ] || continue
-        for pair in $DOCDEX_SOURCES; do
-            tracked=${pair#*=}
-            [ -n "$tracked" ] || tracked=$head_branch
-            [ "$branch" = "$tracked" ] || continue
-            docdex_file "${pair%%=*}" "$ref" "$new" || continue
+        case "$ref" in
+        refs/heads/*) kind=heads what=branch ;;
+        refs/tags/*) kind=tags what=tag ;;
+        *) continue ;;
+        esac
+        short=${ref#refs/"$kind"/}
+        done_for=" "
+        for entry in $DOCDEX_SOURCES; do
+            name=${entry%%[=:]*}
+            case "$done_for" in *" $name "*) continue ;; esac # one request per source
+            docdex_selects "${entry#*[=:]}" "$kind" "$short" || continue
+            docdex_file "$name" "$ref" "$new" || continue
+            done_for="$done_for$name "
+            case "${entry#"$name"}" in =*) which="" ;; *) which=" ($what $short)" ;; esac
             case "$new" in
-            *[!0]*) filed="$filed ${pair%%=*}@$(printf '%.12s' "$new")" ;;
-            *) filed="$filed ${pair%%=*}(branch $branch deleted)" ;;
+            *[!0]*) filed="$filed $name@$(printf '%.12s' "$new")$which" ;;
+            *) filed="$filed $name($what $short deleted)" ;;
             esac
         done
     done <<EOF

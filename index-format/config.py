@@ -14,8 +14,15 @@ import msgspec
 from .layout import DataDir, write_atomic
 from .model import CHUNKER_RULES, WINDOW_OVERLAP, WINDOW_TOKENS, ChunkerSettings
 
-DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown"]
+DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown", "**/*.mdx"]
 SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# The short name of a branch or tag a source's `refs` may index (a subset of what git allows:
+# no '@', ':' or '#', so that "source@ref:path#chunkN" splits one way only).
+_REF_PART = r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*"
+REF_NAME = re.compile(rf"{_REF_PART}(?:/{_REF_PART})*")
+MAX_REF_CHARS = 128
+# The part of a document id before ':' (index-format/refs.py): a source, or "source@ref".
+DOC_SOURCE = re.compile(rf"{SOURCE_NAME.pattern}(?:@{REF_NAME.pattern})?")
 
 
 SourceKind = Literal["bare", "checkout", "remote"]
@@ -48,6 +55,9 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     cycle_timeout_s: int = 3600  # the worker kills an indexing cycle that runs longer
     reranker: str = "default"  # default | none | maxsim | cross-encoder:/path/to/onnx-dir
     late_interaction: bool = False  # write token vectors for MaxSim (ADR 0006; ~70 B/token)
+    # /health says "stale" once a ref's tip has been ahead of its index this long (the hook,
+    # the worker or the poller is not doing its job)
+    stale_after_s: int = 900
 
     def cores(self) -> int:
         """Threads for embedding and graph building: `threads`, else every core."""
@@ -66,6 +76,9 @@ class SourceConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     name: str
     location: str
     branch: str = ""  # empty: the repository's HEAD branch
+    # more branches and tags to index, each as its own entry "name@ref" (index-format/refs.py):
+    # short names or refs/heads/..., refs/tags/..., where `*` matches any characters
+    refs: list[str] = []
     include: list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_INCLUDE))
     exclude: list[str] = []
     poll_interval: int = 1800  # seconds, remote sources only
@@ -75,6 +88,7 @@ class SourceConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     url_template: str = ""
     site_url: str = ""  # a published site of these docs: a page's address under it
     site_dir: str = ""  # the folder that is the site's root ("" = docs/ or content/ if used)
+    drafts: bool = False  # index pages whose front matter says `draft: true` (adr/0018)
 
 
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -125,6 +139,24 @@ def validate_source_name(name: str) -> str:
             "starting with a letter or digit"
         )
     return name
+
+
+def validate_ref_pattern(pattern: str) -> str:
+    """A `refs` pattern: a branch or tag name (short, or refs/heads/..., refs/tags/...) in
+    which `*`, `?` and `[...]` are wildcards, as fnmatch and sh's `case` read them."""
+    name = pattern.removeprefix("refs/heads/").removeprefix("refs/tags/")
+    if not name or len(pattern) > 2 * MAX_REF_CHARS or _BAD_PATTERN.search(pattern):
+        raise ConfigError(
+            f"invalid ref pattern {pattern!r}: give a branch or tag name such as main, "
+            "release/* or v2.* (optionally refs/heads/... or refs/tags/...), without spaces, "
+            "quotes, backslashes, ':', '^' or '~'"
+        )
+    if name.startswith("refs/"):
+        raise ConfigError(f"invalid ref pattern {pattern!r}: only refs/heads/ and refs/tags/")
+    return pattern
+
+
+_BAD_PATTERN = re.compile(r"[\s\x00-\x1f\x7f\\\"':^~]")
 
 
 # --- source locations ----------------------------------------------------------------------

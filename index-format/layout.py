@@ -63,6 +63,10 @@ class DataDir:
         """Mutable run state (locks, queue, metrics): never part of a version."""
         return self.root / "state"
 
+    def mirror(self, source: str) -> Path:
+        """The bare mirror a remote source is fetched into (and read from)."""
+        return self.state / "mirrors" / f"{source}.git"
+
     def manifest(self, version: int) -> Path:
         return self.versions / f"{version_name(version)}.json"
 

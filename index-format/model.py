@@ -35,6 +35,7 @@ class ParsedPage(msgspec.Struct, frozen=True):
     tags: list[str] = []
     dates: dict[str, str] = {}  # front matter date fields (date, created, updated, ...) as text
     chunks: list[Chunk] = []
+    draft: bool = False  # front matter `draft: true`: not indexed unless the source keeps drafts
 
 
 # --- settings that change what is stored -------------------------------------------------
@@ -44,7 +45,7 @@ class ParsedPage(msgspec.Struct, frozen=True):
 MAX_CHUNK_BUDGETS = 4
 # The chunking rules of this code. Raise it when a change to the chunker must re-chunk
 # indexes built before it: a run re-reads every file when its manifest records other rules.
-CHUNKER_RULES = 2
+CHUNKER_RULES = 3  # 3: MDX, front matter tags/description, includes (adr/0018)
 
 
 class ChunkerSettings(msgspec.Struct, frozen=True):
@@ -206,6 +207,12 @@ class SourceState(msgspec.Struct, frozen=True):
     problems: list[FileProblem] = []
     last_error: str = ""
     links: dict[str, str] | None = None  # symlinks at `commit`: path -> link blob (None: unknown)
+    # The ref this entry indexes (refs.py beside this file). A source's default ref has the
+    # source's own name as its key; each other ref of its `refs` is an entry "source@ref".
+    ref: str = ""  # short branch or tag name ("" = not recorded: the branch in `branch`)
+    ref_kind: str = "branch"  # "branch" | "tag"
+    base: str = ""  # the configured source the entry belongs to ("" = the key itself)
+    default_ref: bool = True  # the source's default ref (False: an entry "source@ref")
 
 
 class Manifest(msgspec.Struct, frozen=True):

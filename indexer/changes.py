@@ -46,6 +46,15 @@ class Found:
     links: dict[str, str] | None = None  # the commit's symlinks, path -> link blob (None: unknown)
 
 
+@dataclass(frozen=True)
+class DatedPages:
+    """Pages whose dates are known as of a commit: another ref's, which a ref read in full
+    starts its walk through history from (refs.py)."""
+
+    commit: str
+    pages: dict[str, PageInfo]
+
+
 def touched_paths(changes: list[Change]) -> set[str]:
     """Every old or new path a change touches."""
     touched = {c.path for c in changes}
@@ -116,8 +125,10 @@ def commit_changes(
     head: str,
     base: SourceState | None,
     old_pages: dict[str, PageInfo],
+    dates_from: DatedPages | None = None,
 ) -> Found | None:
-    """Changes from the base state to `head`; None when the base is `head` already."""
+    """Changes from the base state to `head`; None when the base is `head` already. Without
+    a base every file is read, and the pages' dates come from `dates_from` where they can."""
     old = base.commit if base else None
     if old == head:
         return None
@@ -135,8 +146,11 @@ def commit_changes(
     touched = touched_paths(changes)
     redate = {p.path for p in old_pages.values() if not p.commit and p.path not in touched}
     wanted = {c.path for c in changes if c.kind != "delete"} | redate
+    known = DatedPages(base_commit(base) or "", old_pages)
+    if base is None and dates_from is not None:
+        known = dates_from
     dates = page_dates(
-        repo, head, base_commit(base), wanted, KnownDates(old_pages), _renames(changes)
+        repo, head, known.commit or None, wanted, KnownDates(known.pages), _renames(changes)
     )
     return Found(
         branch=branch,

@@ -19,6 +19,9 @@ _YAML_KEY = re.compile(
 _TOML_KEY = re.compile(r"""^(?P<key>[A-Za-z0-9_"'][\w.\-"']{0,80}?)\s*=\s*(?P<rest>.*)$""")
 _BLOCK_SCALAR = re.compile(r"^([|>])[+-]?[0-9]?$")
 _DATE_KEY_PARTS = ("date", "lastmod", "created", "updated", "modified", "published", "timestamp")
+# Site generators' title keys, in order: Docusaurus falls back to sidebar_label, Hugo (Docsy)
+# to linkTitle; keys are matched case-insensitively.
+_TITLE_KEYS = ("title", "sidebar_label", "linktitle")
 _ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "/": "/", "0": ""}
 
 
@@ -169,10 +172,13 @@ def _closing_quote(text: str, quote: str) -> int:
 
 def _front_matter(fields: dict[str, object]) -> FrontMatter:
     by_name = {key.lower(): value for key, value in fields.items()}
+    titles = (_text(by_name.get(key)) for key in _TITLE_KEYS)
+    tags = _tags(by_name.get("tags")) + _tags(by_name.get("keywords"))
     return FrontMatter(
-        title=_text(by_name.get("title")),
+        title=next((title for title in titles if title), ""),
         description=_text(by_name.get("description")),
-        tags=_tags(by_name.get("tags")),
+        tags=list(dict.fromkeys(tags)),
+        draft=_text(by_name.get("draft")).lower() in ("true", "yes", "on"),
         dates={
             key: value
             for key, value in fields.items()
@@ -202,5 +208,6 @@ def _is_date(key: str, value: str) -> bool:
 class FrontMatter:
     title: str = ""
     description: str = ""
-    tags: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)  # `tags` then `keywords`, each once
     dates: dict[str, str] = field(default_factory=dict)
+    draft: bool = False  # `draft: true` (Hugo, Jekyll, Docusaurus)

@@ -27,13 +27,15 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+import msgspec
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from docdex.index_format.model import Chunk, ChunkerSettings, ParsedPage
 
-from . import cleanup
+from . import cleanup, includes, mdx
 from .frontmatter import read_front_matter
+from .includes import PathReader
 
 _log = logging.getLogger(__name__)
 
@@ -59,20 +61,28 @@ def parse_page(
     text: str,
     path: str,
     settings: ChunkerSettings = ChunkerSettings(),  # noqa: B008 (frozen, so sharing is safe)
+    read: PathReader | None = None,
 ) -> ParsedPage:
-    """Parse one markdown page into its metadata and chunks. Never raises."""
+    """Parse one markdown (or MDX) page into its metadata and chunks. Never raises.
+
+    With `read` (the repository's files by path), include lines are resolved: the included
+    text joins the embed text of the chunk holding the line (includes.py)."""
     try:
-        return _parse_page(text, path, settings)
+        return _parse_page(text, path, settings, _Includes(read))
     except Exception:  # one odd page must not stop an index run; keep its text searchable
         _log.exception("markdown parse failed for %s; indexing it as plain lines", path)
         return _plain_page(text, path, settings)
 
 
-def _parse_page(text: str, path: str, settings: ChunkerSettings) -> ParsedPage:
+def _parse_page(text: str, path: str, settings: ChunkerSettings, inc: _Includes) -> ParsedPage:
     lines = cleanup.normalise_newlines(text).split("\n")
     front_matter_lines, meta = read_front_matter(lines)
     lines[:front_matter_lines] = [""] * front_matter_lines
-    page = _Page(lines, cleanup.without_markers(lines))
+    parser_lines = mdx.without_jsx(lines) if path.lower().endswith(".mdx") else list(lines)
+    include_at = includes.include_lines(parser_lines)
+    for index in include_at:  # the line itself is no content; what it includes is
+        parser_lines[index] = ""
+    page = _Page(lines, cleanup.without_markers(parser_lines))
     headings = _headings(page)
     title = _title(meta.title, headings, path, page.env)
     levels = min(max(settings.section_levels, 1), 6)
@@ -82,9 +92,96 @@ def _parse_page(text: str, path: str, settings: ChunkerSettings) -> ParsedPage:
         for section in _sections(markers, len(lines), title)
         for chunk in _section_chunks(page, section, settings)
     ]
+    if include_at and inc.read is not None:
+        chunks = _with_includes(chunks, include_at, lines, path, settings, inc, title)
+    chunks = _with_lead(chunks, meta.tags)
     return ParsedPage(
-        title=title, description=meta.description, tags=meta.tags, dates=meta.dates, chunks=chunks
+        title=title,
+        description=meta.description,
+        tags=meta.tags,
+        dates=meta.dates,
+        chunks=chunks,
+        draft=meta.draft,
     )
+
+
+def _with_lead(chunks: list[Chunk], tags: list[str]) -> list[Chunk]:
+    """The front matter's tags and keywords lead the first chunk's embed text, so they are
+    searched (words and vectors) with it (adr/0018)."""
+    if not chunks or not tags:
+        return chunks
+    first = chunks[0]
+    lead = " ".join(tags)
+    return [msgspec.structs.replace(first, embed_text=f"{lead}\n{first.embed_text}"), *chunks[1:]]
+
+
+def page_lead(page: ParsedPage) -> str:
+    """What the first chunk's full-text body gets before its embed text: the page's
+    description. Kept out of the embedded text: on apm it cost a hand-written query its
+    first rank (adr/0018)."""
+    return f"{page.description}\n" if page.description else ""
+
+
+# --- includes ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Includes:
+    """What a page's includes may still read: the reader, how deep, how many files."""
+
+    read: PathReader | None
+    depth: int = 0
+    left: int = includes.MAX_INCLUDES
+
+
+def _with_includes(
+    chunks: list[Chunk],
+    include_at: dict[int, tuple[str, list[str]]],
+    lines: list[str],
+    path: str,
+    settings: ChunkerSettings,
+    inc: _Includes,
+    title: str,
+) -> list[Chunk]:
+    """The chunks with each resolved include's text added to the embed text of the chunk
+    holding its line (a line no chunk holds becomes a chunk of its own)."""
+    out = list(chunks)
+    for index, (kind, written) in sorted(include_at.items()):
+        text = _included_text(kind, written[0], path, settings, inc)
+        if not text:
+            continue
+        line = index + 1
+        at = next((i for i, c in enumerate(out) if c.start_line <= line <= c.end_line), -1)
+        if at >= 0:
+            chunk = out[at]
+            out[at] = msgspec.structs.replace(chunk, embed_text=f"{chunk.embed_text}\n{text}")
+            continue
+        before = [c for c in out if c.end_line < line]
+        headings = before[-1].headings if before else [title]
+        out.append(Chunk(list(headings), lines[index], text, line, line))
+        out.sort(key=lambda c: (c.start_line, c.end_line))
+    return out
+
+
+def _included_text(
+    kind: str, written: str, path: str, settings: ChunkerSettings, inc: _Includes
+) -> str:
+    if inc.read is None or inc.depth >= includes.MAX_DEPTH or inc.left <= 0:
+        return ""
+    for candidate in includes.candidates(kind, written, path):
+        if candidate == path:
+            continue
+        text = inc.read(candidate)
+        if text is None:
+            continue
+        inc.left -= 1
+        nested = _Includes(inc.read, inc.depth + 1, inc.left)
+        # an included snippet is often one short line: keep all of its text
+        every_piece = msgspec.structs.replace(settings, min_alnum=1)
+        parsed = _parse_page(text, candidate, every_piece, nested)
+        inc.left = nested.left
+        return "\n".join(chunk.embed_text for chunk in parsed.chunks if chunk.embed_text)
+    return ""
 
 
 # --- metadata ------------------------------------------------------------------------------

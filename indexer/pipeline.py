@@ -44,6 +44,7 @@ from docdex.index_format.model import (
     SourceState,
     StoredPage,
 )
+from docdex.index_format.refs import base_of, file_stem
 from docdex.index_format.store import (
     list_versions,
     load_current,
@@ -59,14 +60,15 @@ from docdex.model.files import model_info
 from docdex.model.windows import embed_input
 from docdex.runtime.logs import log_event
 
-from . import changes
+from . import changes, includes
 from .compaction import CompactionPolicy, PagesBySource, compact
 from .gc import GcReport, collect_garbage
 from .git.diffs import Change, FileEntry
 from .git.history import PageDates
-from .git.repo import open_repo, resolve_branch
+from .git.repo import default_branch, open_repo, resolve_branch
 from .lock import writer_lock
-from .markdown import parse_page
+from .markdown import page_lead, parse_page
+from .refs import FoundRef, RefFamily, discover
 from .remote import local_repository
 from .segmentstream import PendingChunk, PendingPage, SegmentStream
 from .textindex import TextIndexBuilder
@@ -93,6 +95,7 @@ class SourceReport(msgspec.Struct):
     chunks_reused: int = 0
     problems: list[FileProblem] = []
     error: str = ""
+    ignored_refs: list[str] = []  # refs the patterns select that are not indexed, and why
 
 
 class RunReport(msgspec.Struct):
@@ -149,18 +152,26 @@ class RunState:
 
 @dataclass
 class SourceRun:
-    """One source within a run: its configuration, what the previous version holds of it,
-    and the report the run fills in."""
+    """One ref of a source within a run (its default ref, or another of its `refs`): its
+    configuration, what the previous version holds of it, and the report the run fills in."""
 
     config: SourceConfig
+    key: str  # its manifest entry: the source's name, or "source@ref" (index-format/refs.py)
+    ref: FoundRef | None  # None: the default ref (the branch, or a checkout's working tree)
+    family: RefFamily  # the source's entries in the previous version
     previous: SourceState | None
-    old_pages: dict[str, StoredPage]  # path -> page of the previous version
     config_hash: str  # of the settings that decide which files are read, and how
     report: SourceReport
 
     @property
     def name(self) -> str:
-        return self.config.name
+        return self.key
+
+    @property
+    def old_pages(self) -> dict[str, StoredPage]:
+        """path -> page of the previous version, read at the first use (a ref that did not
+        move never reads its page table)."""
+        return self.family.pages_of(self.key) if self.key in self.family.states else {}
 
 
 def index_sources(
@@ -295,13 +306,18 @@ def _next_version(data: DataDir) -> int:
 
 def _drop_removed_sources(ctx: RunContext, run: RunState, config: Config) -> None:
     configured = {s.name for s in config.sources}
-    for name in [n for n in run.states if n not in configured]:
-        state = run.states.pop(name)
-        for page in load_pages(ctx.data, state.pages_file):
-            _remove_page(run, page)
-        run.text.delete_source(name)
-        run.removed_sources.append(name)
-        run.reports.append(SourceReport(name=name, status="removed", deleted=state.files))
+    for key in [k for k, state in run.states.items() if base_of(k, state) not in configured]:
+        _drop_entry(ctx, run, key)
+
+
+def _drop_entry(ctx: RunContext, run: RunState, key: str) -> None:
+    """A removed source, or a ref that is gone or no longer selected: its pages leave."""
+    state = run.states.pop(key)
+    for page in load_pages(ctx.data, state.pages_file):
+        _remove_page(run, page)
+    run.text.delete_source(key)
+    run.removed_sources.append(key)
+    run.reports.append(SourceReport(name=key, status="removed", deleted=state.files))
 
 
 def _states_changed(ctx: RunContext, run: RunState) -> bool:
@@ -312,48 +328,106 @@ def _states_changed(ctx: RunContext, run: RunState) -> bool:
 
 
 def _index_source(ctx: RunContext, run: RunState, source: SourceConfig) -> None:
-    report = SourceReport(name=source.name)
-    run.reports.append(report)
-    previous = run.states.get(source.name)
+    """The source's default ref, then its other refs (each failing on its own)."""
+    family = RefFamily.of(ctx.data, source.name, ctx.previous)
+    src = _source_run(ctx, run, source, None, family)
     try:
         with open_repo(local_repository(ctx.data, source)) as repo:
-            src = SourceRun(
-                config=source,
-                previous=previous,
-                old_pages=_previous_pages(ctx.data, previous),
-                config_hash=_config_hash(source, ctx.settings),
-                report=report,
-            )
+            found = discover(repo, source, default_branch(repo, source.branch))
+            src.report.ignored_refs = found.ignored
             _index_repo(ctx, run, src, repo)
+            _index_refs(ctx, run, src, repo, found.refs)
     except (SourceError, OSError) as exc:
-        if source.name in run.kept_pages:
-            raise  # half applied (old pages removed, new ones streamed): publish nothing
-        report.status = "failed"
-        report.error = str(exc)
-        run.states[source.name] = _failed_state(source, previous, str(exc))
+        _fail(run, src, exc)
 
 
-def _failed_state(source: SourceConfig, previous: SourceState | None, error: str) -> SourceState:
+def _source_run(
+    ctx: RunContext, run: RunState, source: SourceConfig, ref: FoundRef | None, family: RefFamily
+) -> SourceRun:
+    key = ref.key if ref else source.name
+    report = SourceReport(name=key)
+    run.reports.append(report)
+    previous = run.states.get(key)
+    return SourceRun(
+        config=source,
+        key=key,
+        ref=ref,
+        family=family,
+        previous=previous,
+        config_hash=_config_hash(source, ctx.settings, ref.full if ref else source.branch),
+        report=report,
+    )
+
+
+def _fail(run: RunState, src: SourceRun, exc: Exception) -> None:
+    if src.key in run.kept_pages:
+        raise exc  # half applied (old pages removed, new ones streamed): publish nothing
+    src.report.status = "failed"
+    src.report.error = str(exc)
+    run.states[src.key] = _failed_state(src, str(exc))
+
+
+def _failed_state(src: SourceRun, error: str) -> SourceState:
     """A failed source keeps serving what it had; the error is reported beside it."""
-    if previous:
-        return msgspec.structs.replace(previous, last_error=error)
-    return _new_state(source, source.branch, config_hash="", commit="", last_error=error)
+    if src.previous:
+        return msgspec.structs.replace(src.previous, last_error=error)
+    return _new_state(src, src.config.branch, config_hash="", commit="", last_error=error)
 
 
-def _new_state(source: SourceConfig, branch: str, **fields) -> SourceState:
-    """A source's state before publishing fills in its page table and counts."""
+def _new_state(src: SourceRun, branch: str, **fields) -> SourceState:
+    """A ref's state before publishing fills in its page table and counts."""
+    source, ref = src.config, src.ref
     try:
         kind = source_kind(source.location)
     except SourceError:
         kind = "unknown"
+    if ref is None:
+        names = {"ref": branch, "ref_kind": "branch", "default_ref": True}
+    else:
+        branch = ref.name if ref.kind == "branch" else ""
+        names = {"ref": ref.name, "ref_kind": ref.kind, "default_ref": False}
     defaults = {"indexed_at": iso_utc(), "pages_file": "", "files": 0, "chunks": 0}
     return SourceState(
-        name=source.name,
+        name=src.key,
         location=source.location,
         kind=kind,
         branch=branch,
+        base=source.name,
+        **names,
         **{**defaults, **fields},
     )
+
+
+def _index_refs(
+    ctx: RunContext, run: RunState, default: SourceRun, repo: Repo, refs: list[FoundRef]
+) -> None:
+    """The source's other refs: those no longer there (or selected) leave, the others are
+    indexed like pushes, a new one from what the source's other refs lend it."""
+    source = default.config
+    wanted = {ref.key for ref in refs}
+    for key, state in list(run.states.items()):
+        if base_of(key, state) == source.name and not state.default_ref and key not in wanted:
+            _drop_entry(ctx, run, key)
+    for ref in refs:
+        src = _source_run(ctx, run, source, ref, default.family)
+        try:
+            _index_ref(ctx, run, src, repo, ref)
+        except (SourceError, OSError) as exc:
+            _fail(run, src, exc)
+
+
+def _index_ref(ctx: RunContext, run: RunState, src: SourceRun, repo: Repo, ref: FoundRef) -> None:
+    src.report.previous_commit = src.previous.commit if src.previous else ""
+    base = _diff_base(ctx, src)
+    if base is not None and base.commit == ref.commit:
+        _take(ctx, run, src, base, None)  # not moved
+        return
+    dates_from = None if base else src.family.dates_for(ref.commit)
+    max_bytes = ctx.settings.max_file_bytes
+    found = changes.commit_changes(
+        repo, src.config, max_bytes, ref.name, ref.commit, base, src.old_pages, dates_from
+    )
+    _take(ctx, run, src, base, found)
 
 
 def _index_repo(ctx: RunContext, run: RunState, src: SourceRun, repo: Repo) -> None:
@@ -371,14 +445,29 @@ def _index_repo(ctx: RunContext, run: RunState, src: SourceRun, repo: Repo) -> N
             _branch_missing(run, src, repo, branch)
             return
         found = changes.commit_changes(repo, source, max_bytes, branch, head, base, src.old_pages)
+    _take(ctx, run, src, base, found)
+
+
+def _take(
+    ctx: RunContext,
+    run: RunState,
+    src: SourceRun,
+    base: SourceState | None,
+    found: changes.Found | None,
+) -> None:
+    """Apply what changed in one ref and record its new state (None: nothing changed)."""
+    previous = src.previous
     if found is None:
         src.report.commit = previous.commit if previous else ""
         if previous and previous.last_error:
-            run.states[source.name] = msgspec.structs.replace(previous, last_error="")
+            run.states[src.key] = msgspec.structs.replace(previous, last_error="")
         return
+    if src.config.refs:  # the source's refs share most of their text: lend their vectors
+        paths = None if base is None else changes.touched_paths(found.changes)
+        src.family.lend_vectors(run.reusable, paths)
     _apply(ctx, run, src, found)
-    run.states[source.name] = _new_state(
-        source,
+    run.states[src.key] = _new_state(
+        src,
         found.branch,
         config_hash=src.config_hash,
         commit=found.commit,
@@ -394,12 +483,6 @@ def _diff_base(ctx: RunContext, src: SourceRun) -> SourceState | None:
     if ctx.rebuild or previous is None or previous.config_hash != src.config_hash:
         return None
     return previous
-
-
-def _previous_pages(data: DataDir, previous: SourceState | None) -> dict[str, StoredPage]:
-    if previous is None:
-        return {}
-    return {p.path: p for p in load_pages(data, previous.pages_file, StoredPage)}
 
 
 def _branch_missing(run: RunState, src: SourceRun, repo: Repo, branch: str) -> None:
@@ -428,6 +511,7 @@ def _apply(ctx: RunContext, run: RunState, src: SourceRun, found: changes.Found)
         if old_path and old_path in src.old_pages:
             _remove_page(run, src.old_pages[old_path])
     problems: list[FileProblem] = []
+    read_path = includes.include_reader(ctx.data, src.config, found.commit)  # adr/0018
     for change in found.changes:
         if change.kind == "delete":
             continue
@@ -436,7 +520,11 @@ def _apply(ctx: RunContext, run: RunState, src: SourceRun, found: changes.Found)
         if isinstance(content, FileProblem):
             problems.append(content)
             continue
-        run.stream.add(_parse(ctx, src.name, entry, content, found.dates.get(change.path)))
+        pending = _parse(ctx, src, entry, content, found.dates.get(change.path), read_path)
+        if isinstance(pending, FileProblem):  # a draft
+            problems.append(pending)
+            continue
+        run.stream.add(pending)
     report.commit = found.commit
     report.status = "indexed"
     report.problems = problems
@@ -454,9 +542,17 @@ _COUNTER = {"add": "added", "modify": "modified", "delete": "deleted", "rename":
 
 
 def _parse(
-    ctx: RunContext, source: str, entry: FileEntry, content: str, dates: PageDates | None
-) -> PendingPage:
-    parsed = parse_page(content, entry.path, ctx.settings.chunker())
+    ctx: RunContext,
+    src: SourceRun,
+    entry: FileEntry,
+    content: str,
+    dates: PageDates | None,
+    read_path: includes.PathReader | None = None,
+) -> PendingPage | FileProblem:
+    parsed = parse_page(content, entry.path, ctx.settings.chunker(), read_path)
+    if parsed.draft and not src.config.drafts:
+        return FileProblem(entry.path, includes.DRAFT_SKIPPED)
+    source = src.name
     doc_id = f"{source}:{entry.path}"
     chunks = []
     for n, chunk in enumerate(parsed.chunks):
@@ -475,7 +571,8 @@ def _parse(
             window_start=0,
             window_count=0,
         )
-        chunks.append(PendingChunk(record, text_in, chunk.embed_text))
+        body = page_lead(parsed) + chunk.embed_text if n == 0 else chunk.embed_text
+        chunks.append(PendingChunk(record, text_in, body))
     page = PageRecord(
         doc_id=doc_id,
         source=source,
@@ -511,7 +608,7 @@ def _remove_all(run: RunState, src: SourceRun, branch: str) -> None:
     report.deleted = len(src.old_pages)
     report.error = f"branch {branch!r} no longer exists in {src.config.location}"
     run.states[src.name] = _new_state(
-        src.config, branch, config_hash=src.config_hash, commit="", last_error=report.error
+        src, branch, config_hash=src.config_hash, commit="", last_error=report.error
     )
 
 
@@ -527,9 +624,13 @@ def _has_refs(repo: Repo) -> bool:
     return any(True for _ in repo.refs)
 
 
-def _config_hash(source: SourceConfig, settings: Settings) -> str:
-    parts = [source.location, source.branch, source.include, source.exclude]
+def _config_hash(source: SourceConfig, settings: Settings, ref: str) -> str:
+    """`ref`: the default ref's `branch` setting, or another ref's full name (`refs` itself
+    is left out, so changing it never makes the default ref read every file again)."""
+    parts = [source.location, ref, source.include, source.exclude]
     parts.append(settings.max_file_bytes)
+    if source.drafts:  # keeping drafts re-reads every page (left out when off: hashes stay)
+        parts.append("drafts")
     if settings.late_interaction:  # turning it on re-reads every page (so chunks get tokens)
         parts.append("late_interaction")
     key = msgspec.json.encode(parts)
@@ -616,7 +717,7 @@ def _final_states(
         if pages is None:
             states[name] = state
             continue
-        pages_file = f"{name}-{version_name(ctx.version)}.msgpack" if pages else ""
+        pages_file = f"{file_stem(name)}-{version_name(ctx.version)}.msgpack" if pages else ""
         if pages:
             write_pages(ctx.data, pages_file, pages)
         states[name] = msgspec.structs.replace(

@@ -12,6 +12,7 @@ import io
 import os
 import re
 import socket
+from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -20,6 +21,9 @@ from dulwich.repo import Repo
 
 from docdex.index_format.config import SourceConfig, SourceError, source_kind
 from docdex.index_format.layout import DataDir
+from docdex.index_format.refs import selected
+
+from .git.repo import to_str
 
 # A stalled network read fails after this long instead of hanging the single writer.
 FETCH_TIMEOUT_S = 60.0
@@ -37,7 +41,7 @@ def local_repository(data: DataDir, source: SourceConfig) -> str:
     """The repository to read: the location itself, or a freshly fetched mirror of it."""
     if source_kind(source.location) != "remote":
         return source.location
-    return str(fetch_mirror(source.location, mirror_path(data, source)))
+    return str(fetch_mirror(source.location, mirror_path(data, source), source.refs))
 
 
 def redact(url: str) -> str:
@@ -45,9 +49,12 @@ def redact(url: str) -> str:
     return _USERINFO.sub(r"\1***@", url)
 
 
-def fetch_mirror(url: str, mirror: Path) -> Path:
-    """Fetch every branch of `url` into a bare mirror; the mirror's heads follow the
-    remote's exactly (a deleted remote branch disappears, a force-push is taken)."""
+def fetch_mirror(url: str, mirror: Path, refs: list[str] | None = None) -> Path:
+    """Fetch every branch of `url`, and the tags the `refs` patterns select, into a bare
+    mirror; the mirror's heads and those tags follow the remote's exactly (a deleted remote
+    branch disappears, a force-push or a moved tag is taken). Other refs (tags nobody asked
+    for, pull requests...) are not fetched."""
+    patterns = refs or []
     if not (mirror / "HEAD").exists():
         mirror.mkdir(parents=True, exist_ok=True)
         Repo.init_bare(str(mirror)).close()
@@ -55,8 +62,13 @@ def fetch_mirror(url: str, mirror: Path) -> Path:
     try:
         client, path = get_transport_and_path(url, ssh_command=ssh_command)
         with Repo(str(mirror)) as repo, _socket_timeout(FETCH_TIMEOUT_S):
-            result = client.fetch(path, repo, progress=io.BytesIO().write)
-            _mirror_refs(repo, result.refs, result.symrefs)
+            store = repo.object_store
+
+            def wants(found: Mapping[bytes, bytes], depth: int | None = None) -> list[bytes]:
+                return store.determine_wants_all(_kept(found, patterns), depth)
+
+            result = client.fetch(path, repo, determine_wants=wants, progress=io.BytesIO().write)
+            _mirror_refs(repo, _kept(result.refs, patterns), result.symrefs)
     except Exception as exc:  # dulwich raises many kinds (HangupException, GitProtocolError...)
         detail = str(exc).replace(url, redact(url)) or type(exc).__name__
         if not isinstance(exc, OSError | ValueError):
@@ -77,14 +89,27 @@ def _socket_timeout(seconds: float):
         socket.setdefaulttimeout(previous)
 
 
-def _mirror_refs(repo: Repo, remote: dict[bytes, bytes | None], symrefs: dict) -> None:
-    heads = {k: v for k, v in remote.items() if k.startswith(b"refs/heads/") and v}
-    local = {k: repo.refs[k] for k in repo.refs if k.startswith(b"refs/heads/")}
+def _kept(refs: Mapping[bytes, bytes | None], patterns: list[str]) -> dict[bytes, bytes]:
+    """The remote refs the mirror keeps: every branch, and the tags `patterns` select."""
+    kept = {}
+    for name, sha in refs.items():
+        tag = name.removeprefix(b"refs/tags/")
+        if not sha or name.endswith(b"^{}"):
+            continue
+        if name.startswith(b"refs/heads/") or (
+            tag != name and patterns and selected(patterns, "tag", to_str(tag))
+        ):
+            kept[name] = sha
+    return kept
+
+
+def _mirror_refs(repo: Repo, remote: dict[bytes, bytes], symrefs: dict) -> None:
+    local = {k: repo.refs[k] for k in repo.refs if k.startswith((b"refs/heads/", b"refs/tags/"))}
     for name in local:
-        if name not in heads:
+        if name not in remote:
             repo.refs.remove_if_equals(name, None)
-    for name, sha in heads.items():
-        if local.get(name) != sha:  # an unchanged head is not rewritten
+    for name, sha in remote.items():
+        if local.get(name) != sha:  # an unchanged ref is not rewritten
             repo.refs[name] = sha
     target = symrefs.get(b"HEAD")
     if target and repo.refs.get_symrefs().get(b"HEAD") != target:

@@ -39,7 +39,10 @@ def chunk_document(chunk: ChunkRecord, embed_text: str) -> tantivy.Document:
     doc.add_text("title", chunk.title)
     doc.add_text("headings", " ".join(chunk.headings[1:]))
     doc.add_text("body", embed_text)
-    for term in identifier_terms(chunk.text):
+    # Identifiers come from the raw text (markup included), except in MDX, where the raw
+    # text's imports and JSX tags are code no reader sees (adr/0018).
+    raw = embed_text if chunk.path.lower().endswith(".mdx") else chunk.text
+    for term in identifier_terms(raw):
         doc.add_text("ident", term)
     return doc
 

@@ -20,6 +20,7 @@ class PageSummary(msgspec.Struct):
     modified: str
     commit: str  # the page's last commit
     chunks: int
+    ref: str = ""  # the branch or tag the page was indexed from
     url: str = ""  # the file at `commit` on the source's forge (permalinks.py; "" = none)
     page_url: str = ""  # the page on the published docs site ("" = no site_url)
 
@@ -62,6 +63,7 @@ class Document(msgspec.Struct):
     truncated: bool  # more text follows within the requested lines
     next_cursor: str  # pass as `cursor` to continue ("" when nothing follows)
     index_version: int
+    ref: str = ""  # the branch or tag the page was indexed from
     url: str = ""  # start_line-end_line at `commit` on the source's forge ("" = none)
     page_url: str = ""  # the page on the published docs site ("" = no site_url)
     # A page's own fields.
@@ -73,7 +75,7 @@ class Document(msgspec.Struct):
     chunks: int = 0
     text_kind: str = ""
     sections: list[Section] = []  # the sections that overlap start_line-end_line
-    omitted: int = 0  # sections left out to keep the answer under the cap (budget.py)
+    omitted: int = 0  # sections left out to keep the answer within max_chars (and the cap)
     # A section's own fields.
     chunk_id: str = ""
     headings: list[str] = []
@@ -94,6 +96,13 @@ class SourceInfo(msgspec.Struct):
     indexed_at: str = ""
     last_error: str = ""
     problems: int = 0  # files the last run could not index (`docdex inspect source`)
+    ref: str = ""  # the branch or tag this entry indexes (entries "source@ref": other refs)
+    ref_kind: str = ""  # "branch" | "tag"
+    tip: str = ""  # the ref's commit in the repository now ("" = unknown)
+    behind: int | None = None  # commits the index lacks (None = unknown)
+    behind_since: str = ""  # when the index fell behind ("" = it is not)
+    queued: bool = False  # a request to index this source waits in the queue
+    stale: bool = False  # behind for longer than the `stale_after_s` setting
     note: str = ""
 
 

@@ -18,10 +18,10 @@ from .search import Hit, SearchResult
 
 AnswerT = TypeVar("AnswerT", bound=msgspec.Struct)
 
-# 20,000 characters of text plus the hits' metadata (about 300 characters each) keep a
-# 10-hit answer near 6,000 tokens at the 3.5-4 characters per token of English markdown:
-# under the 8k tokens an agent can afford for one tool answer, with room for code, which
-# tokenises denser.
+# 20,000 characters of text plus the hits' metadata (440-830 characters each, measured:
+# docs/benchmarks.md, "Answer sizes") keep a 10-hit answer at 20,000-28,000 characters, about
+# 5,500-7,500 tokens at the 3.5-4 characters per token of English markdown: under the 8k
+# tokens an agent can afford for one tool answer.
 DEFAULT_MAX_CHARS = 20_000
 MIN_MAX_CHARS = 1_000
 MAX_MAX_CHARS = 100_000  # no answer carries more text than this

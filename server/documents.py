@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from docdex.index_format.config import ConfigError, SourceConfig, load_config
+from docdex.index_format.config import Config, ConfigError, SourceConfig, load_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.model import ServedPage
+from docdex.index_format.refs import base_of
 
 from .answers import Document, PageList, PageSummary, ReindexReceipt, SourceInfo, SourceList
 from .budget import (
@@ -26,6 +28,7 @@ from .budget import (
     within_cap,
 )
 from .errors import SearchError
+from .freshness import FreshnessWatch
 from .health import health_report
 from .instructions import server_instructions
 from .pages import (
@@ -43,7 +46,8 @@ from .pageview import PageView, page_view
 from .paging import RESOURCE_PAGE, check_lines, decode_page_cursor, encode_page_cursor
 from .permalinks import LinkBook
 from .reindex import request_reindex
-from .search import SearchResult, search
+from .scope import entry_doc_id, searched_entries
+from .search import SearchResult, search, tagged_pages
 from .snapshot import Snapshot
 from .validation import check_doc_id, check_limit, check_source, parse_date, unknown_doc
 from .versions import NoVersion, VersionHolder
@@ -71,6 +75,7 @@ class Docs:
         self.reranker = reranker
         self.started = time.monotonic() if started is None else started
         self.links = LinkBook(data)
+        self.freshness = FreshnessWatch(data)
 
     def search(
         self,
@@ -79,8 +84,11 @@ class Docs:
         source: str = "",
         path_prefix: str = "",
         max_chars: int = DEFAULT_MAX_CHARS,
+        ref: str = "",
+        tags: Sequence[str] = (),
     ) -> SearchResult:
-        """search_docs and /api/search: the hits' texts hold at most `max_chars`."""
+        """search_docs and /api/search: the hits' texts hold at most `max_chars`. Without a
+        `ref`, each source's default ref."""
         check_max_chars(max_chars)
         with self.holder.acquire() as snapshot:
             result = search(
@@ -88,15 +96,16 @@ class Docs:
                 self.embedder,
                 query,
                 num_results,
-                source,
+                searched_entries(snapshot, _text("source", source), _text("ref", ref)),
                 path_prefix,
                 reranker=self.reranker,
+                tags=_tags(tags),
             )
         log.info(
             "search %r n=%d%s -> %d hits, version %d, %.1f ms",
             query[:80],
             num_results,
-            f" source={source}" if source else "",
+            (f" source={source}" if source else "") + (f" ref={ref}" if ref else ""),
             len(result.results),
             result.index_version,
             result.took_ms,
@@ -111,18 +120,24 @@ class Docs:
         created_after: str = "",
         created_before: str = "",
         limit: int = 20,
+        ref: str = "",
+        tags: Sequence[str] = (),
     ) -> PageList:
-        """Pages by metadata, sorted by source and path: at most `limit` of `total`."""
+        """Pages by metadata, sorted by source and path: at most `limit` of `total`. Without
+        a `ref`, each source's default ref."""
         check_limit(limit)
         after = parse_date("created_after", created_after)
         before = parse_date("created_before", created_before)
         path_part, title_part = file_path_contains.casefold(), title_contains.casefold()
         with self.holder.acquire() as snapshot:
             check_source(snapshot, source)
+            entries = searched_entries(snapshot, _text("source", source), _text("ref", ref))
+            tagged = tagged_pages(snapshot, _tags(tags))
             matched = [
                 page
                 for page in snapshot.pages.values()
-                if (not source or page.source == source)
+                if (not entries or page.source in entries)
+                and (tagged is None or page.doc_id in tagged)
                 and path_part in page.path.casefold()
                 and title_part in page.title.casefold()
                 and _created_within(page, after, before)
@@ -130,7 +145,10 @@ class Docs:
             version = snapshot.version
         matched.sort(key=lambda p: (p.source, p.path))
         answer = PageList(
-            documents=[self.links.summary(page_summary(p)) for p in matched[:limit]],
+            documents=[
+                self.links.summary(page_summary(p, snapshot.ref_of(p.source)))
+                for p in matched[:limit]
+            ],
             total=len(matched),
             truncated=len(matched) > limit,
             index_version=version,
@@ -145,6 +163,7 @@ class Docs:
         end_line: int = 0,
         cursor: str = "",
         max_chars: int = DEFAULT_MAX_CHARS,
+        ref: str = "",
     ) -> Document:
         """A window of a page (SOURCE:PATH) or of one of its chunks (SOURCE:PATH#chunkN):
         lines start_line..end_line, or where `cursor` points, at most `max_chars` of text."""
@@ -155,6 +174,7 @@ class Docs:
             raise SearchError("pass either cursor or start_line/end_line, not both")
         paging = Paging(max_chars, start_line, end_line, cursor)
         with self.holder.acquire() as snapshot:
+            doc_id = entry_doc_id(snapshot, doc_id, _text("ref", ref))
             if CHUNK_ID.search(doc_id) and (chunk := snapshot.chunk(doc_id)) is not None:
                 answer = chunk_document(snapshot, chunk, paging)
             elif (page := snapshot.pages.get(doc_id)) is not None:
@@ -164,14 +184,17 @@ class Docs:
         return within_cap(self.links.document(answer), "sections")
 
     def list_sources(self) -> SourceList:
-        """The indexed sources, then the configured ones the served version lacks."""
-        configured = {s.name: s for s in self._configured_sources()}
+        """The indexed sources (each indexed ref an entry), how current each is, then the
+        configured sources the served version lacks."""
+        config = self._config()
+        configured = {s.name: s for s in config.sources}
         with self.holder.acquire() as snapshot:
             states = dict(snapshot.manifest.sources)
             version = snapshot.version
+        current = self.freshness.of(states, config.settings.stale_after_s)
         sources = [
-            source_info(state, _description(configured.get(name)))
-            for name, state in sorted(states.items())
+            source_info(state, _description(configured.get(base_of(key, state))), current[key])
+            for key, state in sorted(states.items())
         ]
         sources += [
             SourceInfo(
@@ -185,12 +208,12 @@ class Docs:
         ]
         return within_cap(SourceList(sources=sources, index_version=version), "sources")
 
-    def _configured_sources(self) -> list[SourceConfig]:
+    def _config(self) -> Config:
         try:
-            return load_config(self.data).sources
+            return load_config(self.data)
         except ConfigError as exc:
             log.warning("cannot read %s: %s", self.data.config, exc)
-            return []
+            return Config()
 
     def instructions(self) -> str:
         """The MCP server's instructions: what is indexed and how to use the tools."""
@@ -199,7 +222,7 @@ class Docs:
         except NoVersion:
             sources = [
                 SourceInfo(name=c.name, indexed=False, description=_description(c))
-                for c in self._configured_sources()
+                for c in self._config().sources
             ]
         return server_instructions(sources)
 
@@ -235,10 +258,8 @@ class Docs:
         check_doc_id(doc_id)
         with self.holder.acquire() as snapshot:
             view = page_view(snapshot, _page(snapshot, doc_id))
-        links, ref = self.links.of(view.page.source)
-        page = view.page
-        url = links.permalink(page.source, ref, page.commit, page.path, 0, 0)
-        return msgspec.structs.replace(view, page=self.links.summary(page), permalink=url)
+        page = self.links.summary(view.page)
+        return msgspec.structs.replace(view, page=page, permalink=page.url)
 
     def reindex(self, source: str = "") -> ReindexReceipt:
         """File a reindex request (the server itself never writes the index)."""
@@ -246,7 +267,15 @@ class Docs:
 
     def health(self) -> tuple[int, dict[str, Any]]:
         """/health: (HTTP status, body)."""
-        return health_report(self.data, self.embedder, self.holder, self.reranker, self.started)
+        stale_after_s = self._config().settings.stale_after_s
+        return health_report(
+            self.data,
+            self.embedder,
+            self.holder,
+            self.reranker,
+            self.started,
+            lambda states: self.freshness.of(states, stale_after_s),
+        )
 
 
 def _page(snapshot: Snapshot, doc_id: str) -> ServedPage:
@@ -269,3 +298,15 @@ def _created_within(page: ServedPage, after: datetime | None, before: datetime |
 
 def _description(config: SourceConfig | None) -> str:
     return clip(config.description, DESCRIPTION_CHARS) if config else ""
+
+
+def _text(name: str, value: str) -> str:
+    if not isinstance(value, str) or "\n" in value or len(value) > 300:
+        raise SearchError(f"{name} must be a single-line name, got {str(value)[:60]!r}")
+    return value
+
+
+def _tags(tags: Sequence[str]) -> list[str]:
+    if isinstance(tags, str) or len(tags) > 20 or any(not isinstance(t, str) for t in tags):
+        raise SearchError("tags must be a list of at most 20 tag names")
+    return [_text("tags", tag) for tag in tags]

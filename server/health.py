@@ -2,6 +2,8 @@
 Its status:
 
     200 "ok"        a version is served and it is the one CURRENT names
+    200 "stale"     a source's ref has been ahead of its index for longer than
+                    `stale_after_s` (the hook, the worker or the poller is not working)
     200 "degraded"  an older version is served: the one CURRENT names was refused
     503 "error"     no version can be served yet (the body says why)
 """
@@ -9,13 +11,16 @@ Its status:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from docdex.index_format import metrics
 from docdex.index_format.layout import DataDir
+from docdex.index_format.model import SourceState
 
+from .freshness import Freshness
 from .rerank import resolve_reranker
 from .snapshot import Snapshot
 from .versions import NoVersion, VersionHolder, VersionStats
@@ -24,21 +29,31 @@ if TYPE_CHECKING:
     from docdex.model.embedder import Embedder
 
 
+FreshnessOf = Callable[[dict[str, SourceState]], dict[str, Freshness]]
+
+
 def health_report(
-    data: DataDir, embedder: Embedder, holder: VersionHolder, reranker: str, started: float
+    data: DataDir,
+    embedder: Embedder,
+    holder: VersionHolder,
+    reranker: str,
+    started: float,
+    freshness_of: FreshnessOf,
 ) -> tuple[int, dict[str, Any]]:
     """(HTTP status, body); `started` is the time.monotonic() of the server's start."""
     stats = holder.stats()
     body = _status_body(data, embedder, reranker, stats, started)
     try:
         with holder.acquire() as snapshot:
-            body.update(_index_summary(snapshot))
+            body.update(_index_summary(snapshot, freshness_of(dict(snapshot.manifest.sources))))
             body["models"]["reranker"] = _reranker_name(reranker, snapshot)
     except NoVersion as exc:
         body.update(status="error", error=str(exc))
         return 503, body
     if stats.refused_version is not None:
         body["status"] = "degraded"  # serving an older version than CURRENT names
+    elif any(source["stale"] for source in body["sources"].values()):
+        body["status"] = "stale"
     return 200, body
 
 
@@ -72,7 +87,7 @@ def _status_body(
     }
 
 
-def _index_summary(snapshot: Snapshot) -> dict[str, Any]:
+def _index_summary(snapshot: Snapshot, freshness: dict[str, Freshness]) -> dict[str, Any]:
     sources = snapshot.manifest.sources
     return {
         "index_version": snapshot.version,
@@ -86,6 +101,8 @@ def _index_summary(snapshot: Snapshot) -> dict[str, Any]:
                 "chunks": s.chunks,
                 "indexed_at": s.indexed_at,
                 "last_error": s.last_error,
+                "ref": s.ref or s.branch,
+                **msgspec.to_builtins(freshness[name]),
             }
             for name, s in sorted(sources.items())
         },

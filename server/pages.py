@@ -18,6 +18,7 @@ from docdex.index_format.model import ChunkRecord, ServedPage, SourceState
 from docdex.index_format.reassembly import reassemble
 
 from .answers import Document, PageSummary, Section, SourceInfo
+from .freshness import Freshness
 from .paging import Cursor, Lines, Window, decode_cursor, encode_cursor
 from .snapshot import Snapshot
 
@@ -53,11 +54,13 @@ def breadcrumb(headings: list[str]) -> str:
 
 def resource_uri(source: str, path: str) -> str:
     """The page's MCP resource URI, the expansion of RESOURCE_TEMPLATE."""
-    return f"{RESOURCE_SCHEME}://{source}/{quote(path, safe=_URI_SAFE)}"
+    # An entry of another ref ("docs@release/1.0") keeps its '/' escaped, within {source}.
+    return f"{RESOURCE_SCHEME}://{quote(source, safe='@')}/{quote(path, safe=_URI_SAFE)}"
 
 
-def page_summary(page: ServedPage) -> PageSummary:
+def page_summary(page: ServedPage, ref: str = "") -> PageSummary:
     return PageSummary(
+        ref=ref,
         doc_id=page.doc_id,
         source=page.source,
         path=page.path,
@@ -108,32 +111,57 @@ class Paging(msgspec.Struct, frozen=True):
 
 
 def page_document(snapshot: Snapshot, page: ServedPage, paging: Paging) -> Document:
+    """A window of the page; its text and the list of the sections it overlaps share
+    `max_chars` (the text keeps at least half), and sections past it are left out."""
     chunks = page_chunks(snapshot, page)
-    summary = page_summary(page)
-    document = _window(
-        "page",
-        snapshot,
-        page,
-        page.commit,
-        Lines(reassemble(chunks)),
-        paging,
-        description=summary.description,
-        tags=summary.tags,
-        created=page.created,
-        modified=page.modified,
-        size=page.size,
-        chunks=len(chunks),
-        text_kind=TEXT_KIND,
-    )
-    first, last = document.start_line, document.end_line
-    return msgspec.structs.replace(
-        document,
-        sections=[
+    summary = page_summary(page, snapshot.ref_of(page.source))
+    lines = Lines(reassemble(chunks))
+
+    def window(budget: int) -> tuple[Document, list[Section]]:
+        document = _window(
+            "page",
+            snapshot,
+            page,
+            page.commit,
+            lines,
+            msgspec.structs.replace(paging, max_chars=budget),
+            description=summary.description,
+            tags=summary.tags,
+            created=page.created,
+            modified=page.modified,
+            size=page.size,
+            chunks=len(chunks),
+            text_kind=TEXT_KIND,
+        )
+        first, last = document.start_line, document.end_line
+        sections = [
             Section(c.chunk_id, breadcrumb(c.headings), c.start_line, c.end_line)
             for c in chunks
             if c.end_line >= first and c.start_line <= last
-        ],
-    )
+        ]
+        return document, sections
+
+    document, sections = window(paging.max_chars)
+    listed = sum(map(_section_chars, sections))
+    if len(document.text) + listed > paging.max_chars:
+        document, sections = window(max(paging.max_chars - listed, paging.max_chars // 2))
+    kept = _within(sections, paging.max_chars - len(document.text))
+    return msgspec.structs.replace(document, sections=kept, omitted=len(sections) - len(kept))
+
+
+def _section_chars(section: Section) -> int:
+    """About what a section takes in the answer's JSON."""
+    return len(section.chunk_id) + len(section.heading) + 60
+
+
+def _within(sections: list[Section], budget: int) -> list[Section]:
+    kept = []
+    for section in sections:
+        budget -= _section_chars(section)
+        if budget < 0:
+            break
+        kept.append(section)
+    return kept
 
 
 def chunk_document(snapshot: Snapshot, chunk: ChunkRecord, paging: Paging) -> Document:
@@ -186,15 +214,23 @@ def _window(
         truncated=bool(cursor),
         next_cursor=cursor,
         index_version=snapshot.version,
+        ref=snapshot.ref_of(of.source),
         **own,
     )
 
 
-def source_info(state: SourceState, description: str) -> SourceInfo:
+def source_info(state: SourceState, description: str, fresh: Freshness) -> SourceInfo:
     return SourceInfo(
         name=state.name,
         indexed=bool(state.commit),
         description=description,
+        ref=state.ref or state.branch,
+        ref_kind=state.ref_kind,
+        tip=fresh.tip,
+        behind=fresh.behind,
+        behind_since=fresh.behind_since,
+        queued=fresh.queued,
+        stale=fresh.stale,
         kind=state.kind,
         branch=state.branch,
         commit=state.commit,

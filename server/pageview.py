@@ -51,7 +51,7 @@ def page_view(snapshot: Snapshot, page: ServedPage, limit: int = VIEW_CHARS) -> 
             f"start_line={window.end_line + 1}) reads on."
         )
     return PageView(
-        page=page_summary(page),
+        page=page_summary(page, snapshot.ref_of(page.source)),
         size=page.size,
         html=render_markdown(window.text, Where(page.source, page.path)),
         first_line=window.start_line,

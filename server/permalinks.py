@@ -67,7 +67,7 @@ class Links(msgspec.Struct, frozen=True):
             "start_line": str(start_line),
             "end_line": str(end_line),
             "ref": quote(ref, safe=""),
-            "source": source,
+            "source": source.partition("@")[0],  # the configured source, for any of its refs
         }
         url = re.sub(r"\{(\w+)\}", lambda m: values.get(m[1], m[0]), self.template)
         return url if start_line else url.partition("#")[0]  # a whole file: no line anchor
@@ -138,33 +138,35 @@ class LinkBook:
         self.data = data
         self._lock = threading.Lock()
         self._stamp: float | None = None
-        self._links: dict[str, tuple[Links, str]] = {}  # source -> (links, its ref)
+        self._links: dict[str, Links] = {}  # configured source -> its links
 
-    def of(self, source: str) -> tuple[Links, str]:
-        """The links and the ref of a source entry ("name", or "name@ref" for another ref)."""
-        name, _, ref = source.partition("@")
-        links, default_ref = self._current().get(name, (Links(), ""))
-        return links, ref or default_ref
+    def of(self, entry: str) -> Links:
+        """The links of a manifest entry's source ("name", or "name@ref" for another ref)."""
+        return self._current().get(entry.partition("@")[0], Links())
 
     def hits(self, result: SearchResult) -> SearchResult:
         return msgspec.structs.replace(result, results=[self._hit(h) for h in result.results])
 
     def _hit(self, hit: Hit) -> Hit:
-        links, ref = self.of(hit.source)
-        url = links.permalink(hit.source, ref, hit.commit, hit.path, hit.start_line, hit.end_line)
+        links = self.of(hit.source)
+        url = links.permalink(
+            hit.source, hit.ref, hit.commit, hit.path, hit.start_line, hit.end_line
+        )
         return msgspec.structs.replace(hit, url=url, page_url=links.page_url(hit.path))
 
     def document(self, doc: Document) -> Document:
-        links, ref = self.of(doc.source)
-        url = links.permalink(doc.source, ref, doc.commit, doc.path, doc.start_line, doc.end_line)
+        links = self.of(doc.source)
+        url = links.permalink(
+            doc.source, doc.ref, doc.commit, doc.path, doc.start_line, doc.end_line
+        )
         return msgspec.structs.replace(doc, url=url, page_url=links.page_url(doc.path))
 
     def summary(self, page: PageSummary) -> PageSummary:
-        links, ref = self.of(page.source)
-        url = links.permalink(page.source, ref, page.commit, page.path, 0, 0)
+        links = self.of(page.source)
+        url = links.permalink(page.source, page.ref, page.commit, page.path, 0, 0)
         return msgspec.structs.replace(page, url=url, page_url=links.page_url(page.path))
 
-    def _current(self) -> dict[str, tuple[Links, str]]:
+    def _current(self) -> dict[str, Links]:
         try:
             stamp = self.data.config.stat().st_mtime_ns
         except OSError:
@@ -175,10 +177,10 @@ class LinkBook:
                 self._stamp = stamp
             return self._links
 
-    def _read(self) -> dict[str, tuple[Links, str]]:
+    def _read(self) -> dict[str, Links]:
         try:
             sources = load_config(self.data).sources
         except ConfigError as exc:
             log.warning("cannot read %s: %s", self.data.config, exc)
             return {}
-        return {s.name: (source_links(s), s.branch or "HEAD") for s in sources}
+        return {s.name: source_links(s) for s in sources}

@@ -29,7 +29,7 @@ from markdown_it.common.utils import escapeHtml
 from markdown_it.token import Token
 
 SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
-MARKDOWN_SUFFIXES = (".md", ".markdown")
+MARKDOWN_SUFFIXES = (".md", ".mdx", ".markdown")
 ID_PREFIX = "doc-"  # heading ids never collide with the page's own element ids
 _SCHEME = re.compile(r"^([a-z][a-z0-9+.\-]*):", re.IGNORECASE)
 _IGNORED = re.compile(r"[\x00-\x20\x7f]")  # browsers drop these inside a URL's scheme

@@ -95,6 +95,7 @@ async def _api_search(docs: Docs, request: Request) -> Response:
         params.get("source", ""),
         params.get("path_prefix", ""),
         max_chars,
+        params.get("ref", ""),
     )
 
 

@@ -14,12 +14,14 @@ from __future__ import annotations
 import math
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import msgspec
 import numpy as np
 import tantivy
 
+from docdex.index_format.model import ServedPage
 from docdex.index_format.text import IDENT_FIELD, analyze, identifier_terms, text_schema
 from docdex.model.late_interaction import encode_query
 
@@ -59,6 +61,7 @@ class Hit(msgspec.Struct):
     match: str  # "bm25" | "dense" | "both": which retriever found it
     truncated: bool = False  # `text` was cut to fit the answer's budget (server/budget.py)
     modified: str = ""  # when the page last changed (ISO 8601, from its git history)
+    ref: str = ""  # the branch or tag the page was indexed from
     url: str = ""  # these lines at `commit` on the source's forge (permalinks.py; "" = none)
     page_url: str = ""  # the page on the published docs site ("" = no site_url)
 
@@ -103,23 +106,64 @@ class QueryProfile:
 
 # --- entry point ---------------------------------------------------------------------------
 
+Entries = frozenset[str]  # the manifest entries searched (a source, or "source@ref"); empty: all
+
+
+def entries_of(source: str | Entries) -> Entries:
+    return frozenset([source] if source else []) if isinstance(source, str) else source
+
+
+class Scope(msgspec.Struct, frozen=True):
+    """What a search may return: chunks of these entries, under this path prefix, of these
+    pages (the tags filter); every part is applied inside both retrievals."""
+
+    entries: Entries = frozenset()  # empty: every entry
+    path_prefix: str = ""
+    pages: frozenset[str] | None = None  # doc ids; None: any page
+
+    @property
+    def everything(self) -> bool:
+        return not self.entries and not self.path_prefix and self.pages is None
+
+    def admits(self, page: ServedPage) -> bool:
+        return (
+            (not self.entries or page.source in self.entries)
+            and page.path.startswith(self.path_prefix)
+            and (self.pages is None or page.doc_id in self.pages)
+        )
+
+
+def tagged_pages(snapshot: Snapshot, tags: Sequence[str]) -> frozenset[str] | None:
+    """The pages carrying any of `tags` (case-folded); None when no tag is asked for."""
+    wanted = {tag.strip().casefold() for tag in tags if tag.strip()}
+    if not wanted:
+        return None
+    return frozenset(
+        page.doc_id
+        for page in snapshot.pages.values()
+        if wanted & {tag.casefold() for tag in page.tags}
+    )
+
 
 def search(
     snapshot: Snapshot,
     embedder,
     query: str,
     num_results: int = 10,
-    source: str = "",
+    source: str | Entries = "",
     path_prefix: str = "",
     reranker: Reranker | str | None = "default",
     one_per_page: bool = False,
     fusion: str = "weighted",
+    tags: Sequence[str] = (),
 ) -> SearchResult:
     started = time.perf_counter()
+    source = entries_of(source)
     profile = validate(snapshot, query, num_results, source, path_prefix)
     reranker = resolve_reranker(reranker, snapshot)
     encoding = encode_query(embedder, profile.text, bool(reranker and reranker.needs_tokens))
-    candidates = retrieve(snapshot, encoding.vector, profile, source, path_prefix)
+    scope = Scope(source, path_prefix, tagged_pages(snapshot, tags))
+    candidates = retrieve(snapshot, encoding.vector, profile, scope)
     fuse(snapshot, candidates, profile, fusion)
     candidates.sort(key=lambda c: -c.score)
     if reranker is not None and candidates:
@@ -138,7 +182,7 @@ def search(
 
 
 def validate(
-    snapshot: Snapshot, query: str, num_results: int, source: str, path_prefix: str
+    snapshot: Snapshot, query: str, num_results: int, source: Entries, path_prefix: str
 ) -> QueryProfile:
     if not isinstance(query, str) or not query.strip():
         raise SearchError("query is empty: send the words or identifier to look for")
@@ -146,7 +190,8 @@ def validate(
         raise SearchError(f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
     if not isinstance(num_results, int) or not 1 <= num_results <= MAX_RESULTS:
         raise SearchError(f"num_results must be between 1 and {MAX_RESULTS}, got {num_results!r}")
-    check_source(snapshot, source)
+    for key in source:
+        check_source(snapshot, key)
     if not isinstance(path_prefix, str) or "\n" in path_prefix or len(path_prefix) > 1000:
         raise SearchError("path_prefix must be a single-line repository path prefix")
     return profile_query(query)
@@ -189,13 +234,13 @@ def is_identifier_like(text: str) -> bool:
 
 
 def retrieve(
-    snapshot: Snapshot, qvec: np.ndarray, profile: QueryProfile, source: str, path_prefix: str
+    snapshot: Snapshot, qvec: np.ndarray, profile: QueryProfile, scope: Scope
 ) -> list[Candidate]:
     """BM25 and dense top-k under the filters, merged; every candidate gets both scores."""
     found: dict[tuple[int, int], Candidate] = {}
-    for rank, (key, score) in enumerate(bm25_top(snapshot, profile, source, path_prefix), 1):
+    for rank, (key, score) in enumerate(bm25_top(snapshot, profile, scope), 1):
         found[key] = Candidate(key[0], key[1], bm25=score, bm25_rank=rank)
-    for rank, (key, score) in enumerate(dense_top(snapshot, qvec, source, path_prefix), 1):
+    for rank, (key, score) in enumerate(dense_top(snapshot, qvec, scope), 1):
         cand = found.setdefault(key, Candidate(key[0], key[1]))
         cand.dense, cand.dense_rank = score, rank
     for cand in found.values():
@@ -204,7 +249,7 @@ def retrieve(
     return list(found.values())
 
 
-def bm25_query(profile: QueryProfile, source: str, path_prefix: str) -> tantivy.Query | None:
+def bm25_query(profile: QueryProfile, scope: Scope) -> tantivy.Query | None:
     schema = text_schema()
     should: list[tuple[tantivy.Occur, tantivy.Query]] = []
     for term in profile.terms:
@@ -217,15 +262,25 @@ def bm25_query(profile: QueryProfile, source: str, path_prefix: str) -> tantivy.
     if not should:
         return None
     must = [(tantivy.Occur.Must, tantivy.Query.boolean_query(should))]
-    must += [(tantivy.Occur.Must, f) for f in filter_queries(source, path_prefix)]
+    must += [(tantivy.Occur.Must, f) for f in filter_queries(scope)]
     return tantivy.Query.boolean_query(must)
 
 
-def filter_queries(source: str, path_prefix: str) -> list[tantivy.Query]:
+def filter_queries(scope: Scope) -> list[tantivy.Query]:
     schema = text_schema()
     out = []
+    source, path_prefix = scope.entries, scope.path_prefix
+    if scope.pages is not None:
+        out.append(tantivy.Query.term_set_query(schema, "doc_id", sorted(scope.pages)))
     if source:
-        out.append(tantivy.Query.term_query(schema, "source", source, index_option="basic"))
+        terms = [
+            (
+                tantivy.Occur.Should,
+                tantivy.Query.term_query(schema, "source", key, index_option="basic"),
+            )
+            for key in sorted(source)
+        ]
+        out.append(tantivy.Query.boolean_query(terms))
     if path_prefix:
         out.append(tantivy.Query.regex_query(schema, "path", _regex_literal(path_prefix) + ".*"))
     return out
@@ -239,9 +294,9 @@ def _regex_literal(text: str) -> str:
 
 
 def bm25_top(
-    snapshot: Snapshot, profile: QueryProfile, source: str, path_prefix: str
+    snapshot: Snapshot, profile: QueryProfile, scope: Scope
 ) -> list[tuple[tuple[int, int], float]]:
-    query = bm25_query(profile, source, path_prefix)
+    query = bm25_query(profile, scope)
     if query is None:
         return []
     searcher = snapshot.searcher
@@ -255,11 +310,11 @@ def bm25_top(
 
 
 def dense_top(
-    snapshot: Snapshot, qvec: np.ndarray, source: str, path_prefix: str
+    snapshot: Snapshot, qvec: np.ndarray, scope: Scope
 ) -> list[tuple[tuple[int, int], float]]:
     """Top chunks by their best window's cosine, over every segment, under the filters."""
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # segment, chunk, cosine
-    allowed = chunk_filters(snapshot, source, path_prefix)
+    allowed = chunk_filters(snapshot, scope)
     for s, seg in enumerate(snapshot.segments):
         rows, sims = _segment_knn(seg, qvec, allowed[s] if allowed else None)
         order = np.argsort(-sims, kind="stable")
@@ -274,14 +329,14 @@ def dense_top(
     return list(zip(keys, sims[top].tolist(), strict=True))
 
 
-def chunk_filters(snapshot: Snapshot, source: str, path_prefix: str) -> list[np.ndarray] | None:
+def chunk_filters(snapshot: Snapshot, scope: Scope) -> list[np.ndarray] | None:
     """Per segment, (chunks,) bool of the chunks passing the filters; None: no filter. Built
     from the page tables, so no chunk record is decoded."""
-    if not source and not path_prefix:
+    if scope.everything:
         return None
     picked: list[list[int]] = [[] for _ in snapshot.segments]
     for page in snapshot.pages.values():
-        if (not source or page.source == source) and page.path.startswith(path_prefix):
+        if scope.admits(page):
             for ref in page.chunks:
                 picked[snapshot.segment_positions[ref.segment]].append(ref.index)
     masks = [np.zeros(len(seg.chunks), dtype=bool) for seg in snapshot.segments]
@@ -448,6 +503,7 @@ def to_hit(snapshot: Snapshot, c: Candidate) -> Hit:
         source=chunk.source,
         path=chunk.path,
         uri=resource_uri(chunk.source, chunk.path),
+        ref=snapshot.ref_of(chunk.source),
         title=clip(chunk.title, TITLE_CHARS),
         headings=clip_headings(chunk.headings),
         heading=breadcrumb(chunk.headings),

@@ -25,6 +25,7 @@ import tantivy
 
 from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.index_format.model import ChunkRecord, Manifest, ServedPage
+from docdex.index_format.refs import split_key
 from docdex.index_format.store import (
     HNSW_FILE,
     Segment,
@@ -107,6 +108,11 @@ class Snapshot:
     @property
     def sources(self) -> list[str]:
         return sorted(self.manifest.sources)
+
+    def ref_of(self, entry: str) -> str:
+        """The branch or tag a manifest entry (a source, or "source@ref") indexes."""
+        state = self.manifest.sources.get(entry)
+        return (state.ref or state.branch) if state else split_key(entry)[1]
 
     @classmethod
     def load(cls, data: DataDir, version: int | None = None, embedder=None) -> Snapshot:

@@ -72,7 +72,9 @@ SEARCH_DESCRIPTION = (
     "max_chars, and get_document(chunk_id) has all of it. "
     "low_confidence=true means nothing matched well: rephrase or "
     "use other terms rather than trusting the results. Optional filters: source (a name from "
-    "list_sources) and path_prefix (e.g. 'guide/')."
+    "list_sources), path_prefix (e.g. 'guide/') and ref (a branch or tag the source indexes, "
+    "e.g. a release: each hit names its ref; without one, each source's default branch). "
+    "Hits carry url, a permalink to their lines, when the source has one."
 )
 QUERY_DESCRIPTION = (
     "List indexed pages by metadata (no text search): filter by source, a substring of the "
@@ -92,9 +94,11 @@ GET_DESCRIPTION = (
     "follows: the windows join into the exact text."
 )
 SOURCES_DESCRIPTION = (
-    "List the documentation sources: name, what each holds (description), kind (bare, "
-    "checkout, remote), branch, the indexed commit, file and chunk counts, when it was last "
-    "indexed and its last indexing error."
+    "List the documentation sources, one entry per indexed branch or tag (entries "
+    "source@ref besides each source's default): what each holds (description), kind, ref, "
+    "the indexed commit and the ref's tip now, how many commits the index is behind and "
+    "since when, whether a request is queued, file and chunk counts, when it was last indexed "
+    "and its last indexing error."
 )
 REINDEX_DESCRIPTION = (
     "Ask the indexer to re-read a source (or every source when source is empty) from its git "
@@ -148,6 +152,8 @@ def build_mcp(docs: Docs) -> MCPServer:
 
 
 MAX_CHARS_RANGE = f"{MIN_MAX_CHARS}-{MAX_MAX_CHARS}"
+REF_ARGUMENT = "a branch or tag the source indexes ('' = each source's default)"
+TAGS_ARGUMENT = "only pages with any of these front matter tags or keywords"
 
 
 def _add_search_tools(mcp: MCPServer, docs: Docs) -> None:
@@ -159,10 +165,12 @@ def _add_search_tools(mcp: MCPServer, docs: Docs) -> None:
         max_chars: Annotated[
             int, Field(description=f"budget for the hits' text ({MAX_CHARS_RANGE})")
         ] = DEFAULT_MAX_CHARS,
+        ref: Annotated[str, Field(description=REF_ARGUMENT)] = "",
+        tags: Annotated[list[str], Field(description=TAGS_ARGUMENT)] = [],  # noqa: B006
     ) -> Annotated[CallToolResult, pydantic_model(SearchResult)]:
         return _answer(
             "search_docs",
-            lambda: docs.search(query, num_results, source, path_prefix, max_chars),
+            lambda: docs.search(query, num_results, source, path_prefix, max_chars, ref, tags),
             links=_page_links,
         )
 
@@ -173,11 +181,20 @@ def _add_search_tools(mcp: MCPServer, docs: Docs) -> None:
         created_after: Annotated[str, Field(description="ISO 8601 date, exclusive")] = "",
         created_before: Annotated[str, Field(description="ISO 8601 date, exclusive")] = "",
         limit: Annotated[int, Field(description=f"1-{MAX_LIMIT}")] = 20,
+        ref: Annotated[str, Field(description=REF_ARGUMENT)] = "",
+        tags: Annotated[list[str], Field(description=TAGS_ARGUMENT)] = [],  # noqa: B006
     ) -> Annotated[CallToolResult, pydantic_model(PageList)]:
         return _answer(
             "query_docs",
             lambda: docs.query_docs(
-                source, file_path_contains, title_contains, created_after, created_before, limit
+                source,
+                file_path_contains,
+                title_contains,
+                created_after,
+                created_before,
+                limit,
+                ref,
+                tags,
             ),
         )
 
@@ -194,10 +211,11 @@ def _add_document_tools(mcp: MCPServer, docs: Docs) -> None:
         max_chars: Annotated[
             int, Field(description=f"budget for the text ({MAX_CHARS_RANGE})")
         ] = DEFAULT_MAX_CHARS,
+        ref: Annotated[str, Field(description="the same path at this branch or tag")] = "",
     ) -> Annotated[CallToolResult, pydantic_model(Document)]:
         return _answer(
             "get_document",
-            lambda: docs.get_document(doc_id, start_line, end_line, cursor, max_chars),
+            lambda: docs.get_document(doc_id, start_line, end_line, cursor, max_chars, ref),
         )
 
     def list_sources() -> Annotated[CallToolResult, pydantic_model(SourceList)]:

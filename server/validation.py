@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from docdex.index_format.config import SOURCE_NAME
+from docdex.index_format.refs import is_doc_source
 
 from .errors import SearchError
 from .snapshot import Snapshot
@@ -56,7 +56,7 @@ def check_doc_id(doc_id: str) -> None:
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in doc_id):
         raise SearchError(f"doc_id contains control characters (NUL, newline, ...); {ID_EXAMPLE}")
     source, sep, path = doc_id.partition(":")
-    if not sep or not SOURCE_NAME.fullmatch(source):
+    if not sep or not is_doc_source(source):
         raise SearchError(f"doc_id {doc_id[:80]!r} is not a document id; {ID_EXAMPLE}")
     if path.startswith(("/", "\\")) or "\\" in path or ".." in path.split("/"):
         raise SearchError(

@@ -90,10 +90,15 @@ def index_workspace(data: DataDir, ws: Workspace, embedder, **settings) -> int:
 def open_indexed_docs(root: Path, files: dict[str, str], embedder, **settings):
     """`files` pushed, indexed as the source "docs", and opened as the server opens them (a
     `Docs` whose holder follows new versions; stop it with `docs.holder.stop()`)."""
+    return open_workspace_docs(root, pushed_workspace(root, files), embedder, **settings)
+
+
+def open_workspace_docs(root: Path, ws: Workspace, embedder, **settings):
+    """`ws` indexed as the source "docs" of root/data, opened as the server opens it."""
     from docdex.server.boot import Boot, open_docs
 
     data = DataDir(root / "data")
-    index_workspace(data, pushed_workspace(root, files), embedder, **settings)
+    index_workspace(data, ws, embedder, **settings)
     model: Future = Future()
     model.set_result(embedder)
     return open_docs(data, Boot(), model)

@@ -31,12 +31,18 @@ SECTIONS = [
 SECTIONS.insert(20, "## Raw dump\n\n" + " ".join(f"tide-{i}" for i in range(3_300)))
 LONG = "# Tide tables\n\n" + "\n\n".join(SECTIONS) + "\n"
 ODD_PATH = "notes/odd name #1 ü 100%.md"
+TAGGED = "---\ntags: [tides, Harbour]\n---\n# Posted\n\nThe harbour master posts the tide tables.\n"
+MANY = "# Many\n\n" + "\n\n".join(
+    f"## Section {n}\n\nSection {n} says where the tide turns on day {n}." for n in range(300)
+)
 
 
 @pytest.fixture(scope="module")
 def docs(tmp_path_factory, embedder):
     root = tmp_path_factory.mktemp("answers")
     files = {
+        "many.md": MANY,
+        "tagged.md": TAGGED,
         "faq.md": FAQ,
         "tides.md": LONG,
         ODD_PATH: "# Odd\n\nA page whose path needs escaping.\n",
@@ -138,6 +144,23 @@ def test_bad_paging_arguments_are_refused_in_a_sentence(docs, arguments, message
         docs.get_document("docs:tides.md", **arguments)
 
 
+def test_the_sections_list_shares_the_budget_with_the_text(docs):
+    window = docs.get_document("docs:many.md", max_chars=4_000)
+    listed = msgspec.json.encode(window.sections).decode()
+    assert len(window.text) >= 1_800 and len(window.text) + len(listed) <= 4_000
+    assert window.sections and window.sections[0].start_line <= window.start_line + 2
+    overlapping = window.sections[-1].end_line <= window.end_line or window.omitted
+    assert overlapping and window.truncated
+
+
+def test_the_tags_filter_keeps_the_tagged_pages(docs):
+    hits = docs.search("tide tables", tags=["harbour"]).results
+    assert hits and {h.path for h in hits} == {"tagged.md"}
+    assert docs.search("tide tables", tags=["no such tag"]).results == []
+    pages = docs.query_docs(tags=["TIDES"]).documents
+    assert [p.path for p in pages] == ["tagged.md"] and pages[0].tags == ["tides", "Harbour"]
+
+
 def test_a_cursor_belongs_to_its_document(docs):
     cursor = docs.get_document("docs:tides.md", max_chars=1_000).next_cursor
     with pytest.raises(SearchError, match="continues 'docs:tides.md', not 'docs:faq.md'"):
@@ -188,6 +211,8 @@ def test_resource_uris_round_trip_through_the_template():
     template = UriTemplate.parse(RESOURCE_TEMPLATE)
     for path in ["a.md", "guide/x y.md", ODD_PATH, "a?b.md", "c[1].md", "日本/語.md"]:
         assert template.match(resource_uri("docs", path)) == {"source": "docs", "path": path}
+    at_ref = {"source": "docs@release/1.0", "path": "guide/a.md"}
+    assert template.match(resource_uri(**at_ref)) == at_ref
 
 
 def test_pages_list_and_read_as_resources(docs, monkeypatch):
@@ -195,17 +220,19 @@ def test_pages_list_and_read_as_resources(docs, monkeypatch):
 
     async def calls(client):
         templates = (await client.list_resource_templates()).resource_templates
-        first = await client.list_resources()
-        second = await client.list_resources(cursor=first.next_cursor)
+        answers = [await client.list_resources()]
+        while answers[-1].next_cursor:
+            answers.append(await client.list_resources(cursor=answers[-1].next_cursor))
         odd = await client.read_resource(resource_uri("docs", ODD_PATH))
         tides = await client.read_resource("docdex://docs/tides.md")
-        return templates, first, second, odd, tides
+        return templates, answers, odd, tides
 
-    templates, first, second, odd, tides = run(docs, calls)
+    templates, answers, odd, tides = run(docs, calls)
     assert [t.uri_template for t in templates] == [RESOURCE_TEMPLATE]
     assert templates[0].mime_type == "text/markdown"
-    listed = [r.name for r in first.resources + second.resources]
-    assert listed == ["faq.md", ODD_PATH, "tides.md"] and second.next_cursor is None
+    assert [len(a.resources) for a in answers] == [2, 2, 1]
+    listed = [r.name for a in answers for r in a.resources]
+    assert listed == ["faq.md", "many.md", ODD_PATH, "tagged.md", "tides.md"]
     assert odd.contents[0].text.startswith("# Odd") and odd.contents[0].mime_type == "text/markdown"
     with docs.holder.acquire() as snapshot:
         assert tides.contents[0].text == page_text(snapshot, snapshot.pages["docs:tides.md"])
@@ -244,7 +271,7 @@ def test_instructions_name_the_sources_and_follow_the_config(docs):
         return asyncio.run(go())
 
     before = instructions()
-    assert "- docs (3 pages)" in before and "search_docs" in before and "cite" in before.lower()
+    assert "- docs (5 pages)" in before and "search_docs" in before and "cite" in before.lower()
     config = load_config(docs.data)
     described = msgspec.structs.replace(
         config.sources[0], description="Tide tables and the harbour FAQ"
@@ -252,7 +279,7 @@ def test_instructions_name_the_sources_and_follow_the_config(docs):
     save_config(docs.data, msgspec.structs.replace(config, sources=[described]))
     try:
         after = instructions()
-        assert "- docs: Tide tables and the harbour FAQ (3 pages)" in after
+        assert "- docs: Tide tables and the harbour FAQ (5 pages)" in after
         assert docs.list_sources().sources[0].description == "Tide tables and the harbour FAQ"
     finally:
         save_config(docs.data, config)

@@ -72,7 +72,7 @@ def test_source_commands_round_trip(tmp_path, capsys):
     assert main(["--data", data, "source", "list", "--json"]) == 0
     [source] = json.loads(capsys.readouterr().out)
     assert source["location"] == str(ws.bare) and source["exclude"] == ["drafts/**"]
-    assert source["include"] == ["**/*.md", "**/*.markdown"]
+    assert source["include"] == ["**/*.md", "**/*.markdown", "**/*.mdx"]
     assert main(["--data", data, "source", "remove", "docs"]) == 0
     capsys.readouterr()
     assert main(["--data", data, "source", "list", "--json"]) == 0

@@ -112,7 +112,7 @@ def test_url_settings_apply_without_a_restart(docs):
     try:
         hit = next(h for h in docs.search("install").results if h.path.startswith("docs/"))
         assert hit.url == (
-            f"https://git.home.lan/docs/HEAD/{hit.commit}/{hit.path}?lines={hit.start_line}"
+            f"https://git.home.lan/docs/main/{hit.commit}/{hit.path}?lines={hit.start_line}"
         )
         assert hit.page_url == "https://docs.example.org/guide/install/"
         assert docs.page_view(hit.doc_id).permalink.startswith("https://git.home.lan/docs/")

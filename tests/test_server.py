@@ -161,7 +161,15 @@ def test_tools_have_the_expected_names_and_parameters(servers):
     tools = {t.name: t for t in asyncio.run(run())}
     params = {name: set(t.input_schema["properties"]) for name, t in tools.items()}
     assert params == {
-        "search_docs": {"query", "num_results", "source", "path_prefix", "max_chars"},
+        "search_docs": {
+            "query",
+            "num_results",
+            "source",
+            "path_prefix",
+            "max_chars",
+            "ref",
+            "tags",
+        },
         "query_docs": {
             "source",
             "file_path_contains",
@@ -169,8 +177,10 @@ def test_tools_have_the_expected_names_and_parameters(servers):
             "created_after",
             "created_before",
             "limit",
+            "ref",
+            "tags",
         },
-        "get_document": {"doc_id", "start_line", "end_line", "cursor", "max_chars"},
+        "get_document": {"doc_id", "start_line", "end_line", "cursor", "max_chars", "ref"},
         "list_sources": set(),
         "reindex": {"source"},
     }
@@ -203,6 +213,9 @@ def test_search_docs_returns_cited_hits(servers):
         "source",
         "path",
         "uri",
+        "ref",
+        "url",
+        "page_url",
         "title",
         "headings",
         "heading",

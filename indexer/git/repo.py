@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dulwich.errors import NotGitRepository
+from dulwich.object_store import peel_sha
 from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref, check_ref_format
 from dulwich.repo import Repo
@@ -56,14 +57,25 @@ def resolve_branch(repo: Repo, branch: str | None) -> tuple[str, str | None]:
     return name, sha.decode()
 
 
-def _head_branch_ref(repo: Repo) -> Ref:
+def default_branch(repo: Repo, branch: str) -> str:
+    """The branch a source indexes by default: its `branch` setting, else the one HEAD
+    names ("" when HEAD is detached or names no branch)."""
+    if branch:
+        return branch.removeprefix("refs/heads/")
     chain, _ = repo.refs.follow(Ref(b"HEAD"))
     if len(chain) < 2 or not chain[1].startswith(b"refs/heads/"):
+        return ""
+    return to_str(chain[1].removeprefix(b"refs/heads/"))
+
+
+def _head_branch_ref(repo: Repo) -> Ref:
+    name = default_branch(repo, "")
+    if not name:
         raise SourceError(
             f"HEAD of {repo.path!r} does not name a branch (detached or missing); "
             "set the source's `branch` setting"
         )
-    return chain[1]
+    return Ref(b"refs/heads/" + to_bytes(name))
 
 
 def _branch_ref(branch: str) -> Ref:
@@ -71,6 +83,23 @@ def _branch_ref(branch: str) -> Ref:
     if not branch or not check_ref_format(ref):
         raise SourceError(f"{branch!r} is not a valid branch name (`branch` setting)")
     return ref
+
+
+def ref_tips(repo: Repo, prefix: str) -> dict[str, str]:
+    """The refs under `prefix` ("refs/heads/", "refs/tags/"): short name -> the sha the ref
+    holds (for an annotated tag, the tag object's)."""
+    found = repo.refs.as_dict(Ref(prefix.rstrip("/").encode()))
+    return {to_str(name): sha.decode() for name, sha in sorted(found.items())}
+
+
+def peeled_commit(repo: Repo, sha: str) -> str | None:
+    """The commit a ref's sha leads to through annotated tags; None when it leads to a tree
+    or a blob, or the object is missing."""
+    try:
+        _obj, peeled = peel_sha(repo.object_store, object_id(sha))
+    except KeyError:
+        return None
+    return peeled.id.decode() if isinstance(peeled, Commit) else None
 
 
 # --- object access --------------------------------------------------------------------------
