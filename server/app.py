@@ -13,7 +13,8 @@ search page at / (routes.py lists the routes).
     tools.py      the MCP tools over `Docs`      routes.py  the HTTP routes over `Docs`
     webpage.py    the search page's files (web/), the security headers (CSP)
     deferred_mcp.py  /mcp, built from the SDK in a thread once the server listens
-    auth.py       bind policy, Host check, bearer token
+    auth.py       bind policy, Host and Origin check, bearer token
+    PostOnly      /mcp answers POST only (405 for GET: no sessions, so no stream to open)
 
 Every request leases one index version from the `VersionHolder` and answers from it alone.
 The server never writes the index: `reindex` files a request under state/queue/.
@@ -30,7 +31,9 @@ from typing import TYPE_CHECKING
 import uvicorn
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.responses import JSONResponse
 from starlette.routing import Mount
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from docdex.index_format.layout import DataDir
 
@@ -72,10 +75,28 @@ def build_app(
     if token:
         middleware.append(Middleware(BearerAuth, token=token, open_paths=OPEN_PATHS | open_paths()))
     return Starlette(
-        routes=[*http_routes(docs, bool(token)), Mount("/", app=mcp)],
+        routes=[*http_routes(docs, bool(token)), Mount("/", app=PostOnly(mcp, MCP_PATH))],
         middleware=middleware,
         lifespan=lifespan,
     )
+
+
+class PostOnly:
+    """405 (Allow: POST) for any other method on `path`: the server keeps no sessions, so
+    there is no stream for GET to open (the SDK would hold an empty one open forever) and
+    nothing for DELETE to end."""
+
+    def __init__(self, app: ASGIApp, path: str) -> None:
+        self.app = app
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == self.path and scope["method"] != "POST":
+            body = {"error": f"{self.path} takes POST only (streamable HTTP, stateless)"}
+            reply = JSONResponse(body, status_code=405, headers={"Allow": "POST"})
+            await reply(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 def _build_mcp_app(docs: Docs, host: str, hosts: list[str]):

@@ -1,11 +1,17 @@
 """Who may talk to the server: bind address policy, Host header check, bearer token.
 
 - Binding a non-loopback address needs a token (DOCDEX_TOKEN) unless `--insecure`.
-- Every request's Host header must name this server (DNS-rebinding protection); the MCP
-  transport checks it again for /mcp with the same list (TransportSecuritySettings).
+- Every request's Host header, and its Origin header when it has one, must name this server
+  (DNS-rebinding protection). Both are parsed (scheme, host, port) and compared exactly, host
+  names case-insensitively; a value that passes is rewritten in lower case, so that the MCP
+  transport's own check for /mcp (TransportSecuritySettings, same list, looser prefix
+  matching) accepts exactly what this one accepted.
 - With a token, every path except the open ones (`/`, `/clients.txt`, `/health` and the
   search page's static files, which reveal no document text) needs
-  `Authorization: Bearer <token>`; the comparison is constant-time.
+  `Authorization: Bearer <token>`; the comparison is constant-time, on the header's bytes.
+  /health without the token says only whether the server is up (routes.py).
+- The token must be printable ASCII: HTTP clients disagree on how to send anything else
+  (curl sends UTF-8, browsers Latin-1, httpx refuses), so such a token is refused at start.
 """
 
 from __future__ import annotations
@@ -26,11 +32,16 @@ if TYPE_CHECKING:
 OPEN_PATHS = frozenset({"/", "/clients.txt", "/health"})
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+AUTHORIZED = "docdex.authorized"  # the scope key BearerAuth sets
 UNAUTHORIZED = "missing or wrong token: send the header 'Authorization: Bearer <DOCDEX_TOKEN>'"
 
 
 class BindRefused(Exception):
     """The address may not be bound with the current settings."""
+
+
+class TokenRefused(BindRefused):
+    """DOCDEX_TOKEN holds characters a client cannot send reliably in a header."""
 
 
 # --- bind policy ---------------------------------------------------------------------------
@@ -46,8 +57,18 @@ def is_loopback(host: str) -> bool:
 
 
 def server_token() -> str | None:
-    """DOCDEX_TOKEN, when it is set to something."""
-    return os.environ.get("DOCDEX_TOKEN", "").strip() or None
+    """DOCDEX_TOKEN, when it is set to something. Raises TokenRefused for a token with
+    characters other than printable ASCII."""
+    token = os.environ.get("DOCDEX_TOKEN", "").strip() or None
+    if token is not None and not (token.isascii() and token.isprintable()):
+        raise TokenRefused(
+            "DOCDEX_TOKEN must be printable ASCII (letters, digits, punctuation): clients send "
+            "other characters in the Authorization header inconsistently (curl as UTF-8, "
+            "browsers as Latin-1, Python's httpx not at all), so such a token could not be "
+            "used. Choose another, e.g. from `python -c 'import secrets; "
+            "print(secrets.token_urlsafe(32))'`"
+        )
+    return token
 
 
 def check_bind(host: str, token: str | None, insecure: bool) -> None:
@@ -80,6 +101,9 @@ def allowed_hosts(host: str, extra: Iterable[str] = ()) -> list[str]:
 
 
 def transport_security(hosts: list[str]) -> TransportSecuritySettings:
+    """The MCP transport's settings: the same names as HostCheck. HostCheck runs first and
+    lower-cases what it lets through, and the SDK accepts every such value (its prefix
+    matching is looser), so HostCheck's exact rule is the one that decides."""
     from mcp.server.transport_security import TransportSecuritySettings  # the SDK loads late
 
     origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
@@ -88,11 +112,48 @@ def transport_security(hosts: list[str]) -> TransportSecuritySettings:
     )
 
 
+def split_host(value: str) -> tuple[str, str] | None:
+    """(host, port) of a Host header value (`name`, `name:port`, `[v6]`, `[v6]:port`), host
+    in lower case and port "" when absent; None when it is not of that form."""
+    value = value.lower()
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            return None
+        host, rest = value[: end + 1], value[end + 1 :]
+        if rest and not rest.startswith(":"):
+            return None
+        port = rest[1:]
+    else:
+        host, _, port = value.partition(":")
+        if ":" in port:
+            return None
+    if not host or any(c in host for c in "@/\\?#%, \t") or not host.isascii():
+        return None
+    if port and not (port.isascii() and port.isdigit() and len(port) <= 5):
+        return None
+    if value.endswith(":") and not port:
+        return None
+    return host, port
+
+
 def host_allowed(host: str, allowed: list[str]) -> bool:
-    host = host.lower()
-    if host in allowed:
-        return True
-    return any(a.endswith(":*") and host.startswith(a[:-1]) for a in allowed)
+    """Whether a Host header value names one of `allowed` (from allowed_hosts: `name`
+    matches without a port, `name:*` with any numeric port, `name:port` that port)."""
+    parts = split_host(host)
+    if parts is None:
+        return False
+    name, port = parts
+    if not port:
+        return name in allowed
+    return f"{name}:*" in allowed or f"{name}:{port}" in allowed
+
+
+def origin_allowed(origin: str, allowed: list[str]) -> bool:
+    """Whether an Origin header value is `http(s)://` + a Host value host_allowed accepts
+    (nothing else: no user info, path, query or fragment)."""
+    scheme, sep, rest = origin.lower().partition("://")
+    return bool(sep) and scheme in ("http", "https") and host_allowed(rest, allowed)
 
 
 def _bracketed(host: str) -> str:
@@ -110,17 +171,32 @@ def _machine_names() -> list[str]:
 
 
 class HostCheck:
-    """Answer 421 to a request whose Host header is not one of ours."""
+    """Answer 421 to a request whose Host header is not one of ours, 403 to one whose Origin
+    header (when present) is not; pass the others on with both values in lower case."""
 
     def __init__(self, app: ASGIApp, allowed: list[str]) -> None:
         self.app = app
         self.allowed = allowed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not host_allowed(_header(scope, b"host"), self.allowed):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        hosts = _headers(scope, b"host")
+        if len(hosts) != 1 or not host_allowed(hosts[0], self.allowed):
             message = "Invalid Host header: this docdex server does not answer to that name"
             await _send_json(send, 421, {"error": message})
             return
+        origins = _headers(scope, b"origin")
+        if len(origins) > 1 or any(not origin_allowed(o, self.allowed) for o in origins):
+            message = "Invalid Origin header: requests from other sites are refused"
+            await _send_json(send, 403, {"error": message})
+            return
+        scope = dict(scope)
+        scope["headers"] = [
+            (key, value.lower() if key in (b"host", b"origin") else value)
+            for key, value in scope.get("headers", ())
+        ]
         await self.app(scope, receive, send)
 
 
@@ -138,30 +214,40 @@ class BearerAuth:
         self._open = open_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] == "http"
-            and scope["path"] not in self._open
-            and not self._authorized(_header(scope, b"authorization"))
-        ):
-            await _send_json(send, 401, {"error": UNAUTHORIZED}, [(b"www-authenticate", b"Bearer")])
-            return
+        if scope["type"] == "http":
+            authorized = self._authorized(_header(scope, b"authorization"))
+            if not authorized and scope["path"] not in self._open:
+                headers = [(b"www-authenticate", b"Bearer")]
+                await _send_json(send, 401, {"error": UNAUTHORIZED}, headers)
+                return
+            scope = dict(scope)
+            scope[AUTHORIZED] = authorized  # /health shows its details only then
         await self.app(scope, receive, send)
 
     def _authorized(self, header: str) -> bool:
+        """Constant-time, on the bytes sent (the header was decoded as Latin-1: encoding it
+        back gives them) against the token's bytes."""
         scheme, _, given = header.partition(" ")
         if scheme.lower() != "bearer":
             return False
-        return hmac.compare_digest(given.strip().encode(), self._token)
+        return hmac.compare_digest(given.strip().encode("latin-1"), self._token)
+
+
+def is_authorized(scope: Scope) -> bool:
+    """Whether BearerAuth found the request's token right (False when it did not run)."""
+    return bool(scope.get(AUTHORIZED))
 
 
 # --- helpers ---------------------------------------------------------------------------------
 
 
 def _header(scope: Scope, name: bytes) -> str:
-    for key, value in scope.get("headers", ()):
-        if key == name:
-            return value.decode("latin-1")
-    return ""
+    values = _headers(scope, name)
+    return values[0] if values else ""
+
+
+def _headers(scope: Scope, name: bytes) -> list[str]:
+    return [value.decode("latin-1") for key, value in scope.get("headers", ()) if key == name]
 
 
 async def _send_json(

@@ -3,7 +3,7 @@
     /              the search page for a browser (webpage.py); for curl and scripts, what
                    this server is and each MCP client's configuration (= /clients.txt)
     /clients.txt   that text
-    /health        status (health.py)
+    /health        status (health.py); with a token, only {"status": ...} without it
     /api/search    the same JSON as search_docs
     /api/sources   the same JSON as list_sources
     /api/page      a page rendered for the search page (pageview.py)
@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from .auth import is_authorized
 from .budget import DEFAULT_MAX_CHARS
 from .clients import configs_json, configs_text
 from .documents import Docs
@@ -55,6 +56,8 @@ def http_routes(docs: Docs, token_required: bool) -> list[Route]:
 
     async def health(request: Request) -> Response:
         status, body = docs.health()
+        if token_required and not is_authorized(request.scope):
+            body = {"status": body["status"]}  # up or not; the details need the token
         return _json(status, body)
 
     async def api_search(request: Request) -> Response:

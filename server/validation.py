@@ -2,11 +2,15 @@
 
 Every check raises `SearchError` with a message an agent can act on (the MCP layer turns it
 into a tool error, the HTTP layer into a 400). Document ids are checked before anything is
-looked up, and are only ever looked up in a version's tables, never turned into a file path.
+looked up, and are only ever looked up in a version's tables, never turned into a file path:
+so an id only needs to be well-formed enough to split into its source and path, and any id
+docdex hands out (a path with a tab, a newline or a backslash, or 200 folders deep) is
+accepted back.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 from docdex.index_format.refs import is_doc_source
@@ -15,8 +19,24 @@ from .errors import SearchError
 from .snapshot import Snapshot
 
 MAX_LIMIT = 100
-MAX_ID_CHARS = 1100
+# The longest doc_id looked up. Git itself bounds no path, and the indexer takes the paths of
+# the tree as they are; a checkout holds at most PATH_MAX (4,096 bytes) and the part before
+# ':' at most 193 characters ("source@ref"), so this is many times any id handed out. An id
+# is only hashed and looked up: a long one costs nothing, it is just bounded.
+MAX_ID_CHARS = 65_536
+SHOWN_ID_CHARS = 200  # of an id echoed in an error
 ID_EXAMPLE = "ids look like SOURCE:PATH or SOURCE:PATH#chunkN, e.g. docs:guide/install.md"
+# created_after / created_before: ISO 8601 extended form, a date or a date-time with
+# optional seconds, fraction and zone. fromisoformat alone also takes "11111111" and longer.
+MAX_DATE_CHARS = 40
+ISO_DATE = re.compile(
+    r"\d{4}-\d{2}-\d{2}"
+    r"(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})?)?"
+)
+DATE_FORMS = (
+    "an ISO 8601 date or date-time: YYYY-MM-DD, or YYYY-MM-DDTHH:MM[:SS[.ffffff]] with an "
+    "optional Z or +HH:MM zone (UTC when none), e.g. 2024-05-01 or 2024-05-01T12:00:00Z"
+)
 
 
 def check_limit(limit: int) -> None:
@@ -37,31 +57,38 @@ def parse_date(name: str, text: str) -> datetime | None:
     """An ISO 8601 date or date-time argument (UTC when it names no zone); None when empty."""
     if not text:
         return None
+    value = text.strip() if isinstance(text, str) else ""
+    if len(value) > MAX_DATE_CHARS or not ISO_DATE.fullmatch(value):
+        raise SearchError(f"{name} must be {DATE_FORMS}; got {_shown(str(text), 60)}")
     try:
-        value = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise SearchError(
-            f"{name} must be an ISO 8601 date or date-time such as 2024-05-01 or "
-            f"2024-05-01T12:00:00Z, got {text[:60]!r}"
-        ) from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+        parsed = datetime.fromisoformat(value.replace(",", "."))
+    except ValueError as exc:
+        raise SearchError(f"{name} must be {DATE_FORMS}; {value!r} is not a date: {exc}") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def check_doc_id(doc_id: str) -> None:
-    """Reject ids that cannot name an indexed page or chunk before looking anything up."""
+    """Refuse what cannot be an id before looking anything up: nothing, no SOURCE: part, a
+    NUL (no git path holds one), a path not relative to the repository, or more than
+    MAX_ID_CHARS. Anything else is looked up as given."""
     if not isinstance(doc_id, str) or not doc_id.strip():
         raise SearchError(f"doc_id is empty; {ID_EXAMPLE} (from search_docs or query_docs)")
     if len(doc_id) > MAX_ID_CHARS:
-        raise SearchError(f"doc_id is {len(doc_id)} characters long; the limit is {MAX_ID_CHARS}")
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in doc_id):
-        raise SearchError(f"doc_id contains control characters (NUL, newline, ...); {ID_EXAMPLE}")
+        raise SearchError(
+            f"doc_id is {len(doc_id):,} characters long; the limit is {MAX_ID_CHARS:,}"
+        )
+    if "\x00" in doc_id:
+        raise SearchError(
+            "doc_id contains NUL, which no path can hold (other control characters, such as a "
+            f"tab or a newline, can be part of a file name); {ID_EXAMPLE}"
+        )
     source, sep, path = doc_id.partition(":")
     if not sep or not is_doc_source(source):
-        raise SearchError(f"doc_id {doc_id[:80]!r} is not a document id; {ID_EXAMPLE}")
-    if path.startswith(("/", "\\")) or "\\" in path or ".." in path.split("/"):
+        raise SearchError(f"doc_id {_shown(doc_id)} is not a document id; {ID_EXAMPLE}")
+    if path.startswith("/") or ".." in path.split("/"):
         raise SearchError(
-            f"doc_id {doc_id[:80]!r} is not a document id: paths are relative to the repository "
-            f"and never contain '..' or backslashes; {ID_EXAMPLE}"
+            f"doc_id {_shown(doc_id)} is not a document id: paths are relative to the "
+            f"repository and never contain '..'; {ID_EXAMPLE}"
         )
 
 
@@ -70,10 +97,22 @@ def unknown_doc(snapshot: Snapshot, doc_id: str) -> SearchError:
     source = doc_id.partition(":")[0]
     if source not in snapshot.manifest.sources:
         return SearchError(
-            f"no document {doc_id!r}: unknown source {source!r}; "
+            f"no document {_shown(doc_id)}: unknown source {source!r}; "
             f"valid sources: {valid_sources(snapshot)}"
         )
-    return SearchError(
-        f"no document {doc_id!r} in index version {snapshot.version}; use a doc_id or chunk_id "
-        "returned by search_docs or query_docs"
+    hint = (
+        " (backslashes are part of a file name here, not separators: paths use '/')"
+        if "\\" in doc_id
+        else ""
     )
+    return SearchError(
+        f"no document {_shown(doc_id)} in index version {snapshot.version}{hint}; use a "
+        "doc_id or chunk_id returned by search_docs or query_docs"
+    )
+
+
+def _shown(text: str, chars: int = SHOWN_ID_CHARS) -> str:
+    """`text` quoted for an error, cut after `chars` characters."""
+    if len(text) <= chars:
+        return repr(text)
+    return f"{text[:chars]!r}... ({len(text):,} characters)"

@@ -12,10 +12,13 @@ from docdex.server.auth import (
     BearerAuth,
     BindRefused,
     HostCheck,
+    TokenRefused,
     allowed_hosts,
     check_bind,
     host_allowed,
     is_loopback,
+    origin_allowed,
+    server_token,
 )
 
 
@@ -58,6 +61,24 @@ def test_allowed_hosts():
     assert host_allowed("10.1.2.3:8085", bound) and host_allowed("docs.example.com", bound)
     assert not host_allowed("10.1.2.4:8085", bound)
     assert host_allowed("[fe80::1]:80", allowed_hosts("fe80::1"))
+    # parsed and compared exactly, not by prefix (issue 16)
+    for bad in ("localhost:evil.example.com", "localhost:", "localhost:1:2", "[::1]x", "a@b"):
+        assert not host_allowed(bad, local), bad
+    assert origin_allowed("http://LOCALHOST:8085", local)
+    assert origin_allowed("https://[::1]", local)
+    for bad in ("http://127.0.0.1:41655.evil.com", "http://localhost:@evil.com", "null"):
+        assert not origin_allowed(bad, local), bad
+
+
+def test_server_token_must_be_printable_ascii(monkeypatch):
+    monkeypatch.setenv("DOCDEX_TOKEN", "  s3cret-Token_~  ")
+    assert server_token() == "s3cret-Token_~"
+    monkeypatch.setenv("DOCDEX_TOKEN", "")
+    assert server_token() is None
+    for bad in ("sécret", "tab\tinside", "emoji-\U0001f600"):
+        monkeypatch.setenv("DOCDEX_TOKEN", bad)
+        with pytest.raises(TokenRefused, match="printable ASCII"):
+            server_token()
 
 
 def run_asgi(app, path: str, headers: dict[str, str]) -> tuple[int, dict]:
@@ -96,6 +117,9 @@ def test_bearer_auth_guards_everything_but_open_paths():
     assert run_asgi(app, "/", {})[0] == 200
     with pytest.raises(ValueError):
         BearerAuth(ok_app, token="")
+    # the bytes sent are compared with the token's bytes (run_asgi sends UTF-8)
+    utf8 = BearerAuth(ok_app, token="sécret")
+    assert run_asgi(utf8, "/api/search", {"Authorization": "Bearer sécret"})[0] == 200
 
 
 def test_host_check():
