@@ -14,7 +14,7 @@ import bisect
 
 import msgspec
 
-from .errors import SearchError
+from .errors import SearchError, shown
 
 
 class Window(msgspec.Struct, frozen=True):
@@ -134,12 +134,12 @@ def decode_cursor(text: str, doc_id: str, commit: str, length: int) -> Cursor:
         ) from None
     if cursor.doc_id != doc_id:
         raise SearchError(
-            f"this cursor continues {cursor.doc_id!r}, not {doc_id!r}; "
+            f"this cursor continues {shown(cursor.doc_id)}, not {shown(doc_id)}; "
             "pass it with the doc_id it came with"
         )
     if cursor.commit != commit:
         raise SearchError(
-            f"{doc_id!r} changed since this cursor was made (now at commit {commit[:12]}); "
+            f"{shown(doc_id)} changed since this cursor was made (now at commit {commit[:12]}); "
             "fetch it again without a cursor"
         )
     if not 0 <= cursor.offset < cursor.stop <= length:

@@ -10,7 +10,7 @@ from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.index_format.queue import IndexRequest, file_request, pending_requests
 
 from .answers import ReindexReceipt
-from .errors import SearchError
+from .errors import SearchError, shown
 from .versions import VersionHolder
 
 log = logging.getLogger("docdex.server")
@@ -26,7 +26,7 @@ def request_reindex(data: DataDir, holder: VersionHolder, source: str = "") -> R
     if not names:
         raise SearchError("no sources are configured; add one with `docdex source add`")
     if source and source not in names:
-        raise SearchError(f"unknown source {source!r}; valid sources: {', '.join(names)}")
+        raise SearchError(f"unknown source {shown(source)}; valid sources: {', '.join(names)}")
     request, filed = _file_once(data, source)
     log.info(
         "reindex %s: %s request %s",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from docdex.index_format.refs import base_of, entries_of, resolve_ref
 
-from .errors import SearchError
+from .errors import SearchError, shown
 from .search import Entries
 from .snapshot import Snapshot
 
@@ -42,7 +42,7 @@ def _state(snapshot: Snapshot, key: str):
     state = snapshot.manifest.sources.get(key)
     if state is None:
         raise SearchError(
-            f"unknown source {key!r}; valid sources: {', '.join(snapshot.sources) or '(none)'}"
+            f"unknown source {shown(key)}; valid sources: {', '.join(snapshot.sources) or '(none)'}"
         )
     return state
 
@@ -51,5 +51,7 @@ def _no_ref(snapshot: Snapshot, source: str, ref: str) -> str:
     states = snapshot.manifest.sources
     if source:
         known = ", ".join(name or "(default)" for name in entries_of(states, source))
-        return f"source {source!r} does not index ref {ref!r}; its refs: {known or '(none)'}"
-    return f"no source indexes ref {ref!r}; list_sources shows each source's refs"
+        return (
+            f"source {shown(source)} does not index ref {shown(ref)}; its refs: {known or '(none)'}"
+        )
+    return f"no source indexes ref {shown(ref)}; list_sources shows each source's refs"

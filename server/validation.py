@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from docdex.index_format.refs import is_doc_source
 
-from .errors import SearchError
+from .errors import SearchError, shown
 from .snapshot import Snapshot
 
 MAX_LIMIT = 100
@@ -24,7 +24,6 @@ MAX_LIMIT = 100
 # ':' at most 193 characters ("source@ref"), so this is many times any id handed out. An id
 # is only hashed and looked up: a long one costs nothing, it is just bounded.
 MAX_ID_CHARS = 65_536
-SHOWN_ID_CHARS = 200  # of an id echoed in an error
 ID_EXAMPLE = "ids look like SOURCE:PATH or SOURCE:PATH#chunkN, e.g. docs:guide/install.md"
 # created_after / created_before: ISO 8601 extended form, a date or a date-time with
 # optional seconds, fraction and zone. fromisoformat alone also takes "11111111" and longer.
@@ -46,7 +45,9 @@ def check_limit(limit: int) -> None:
 
 def check_source(snapshot: Snapshot, source: str) -> None:
     if source and source not in snapshot.manifest.sources:
-        raise SearchError(f"unknown source {source!r}; valid sources: {valid_sources(snapshot)}")
+        raise SearchError(
+            f"unknown source {shown(source)}; valid sources: {valid_sources(snapshot)}"
+        )
 
 
 def valid_sources(snapshot: Snapshot) -> str:
@@ -59,11 +60,13 @@ def parse_date(name: str, text: str) -> datetime | None:
         return None
     value = text.strip() if isinstance(text, str) else ""
     if len(value) > MAX_DATE_CHARS or not ISO_DATE.fullmatch(value):
-        raise SearchError(f"{name} must be {DATE_FORMS}; got {_shown(str(text), 60)}")
+        raise SearchError(f"{name} must be {DATE_FORMS}; got {shown(str(text), 60)}")
     try:
         parsed = datetime.fromisoformat(value.replace(",", "."))
     except ValueError as exc:
-        raise SearchError(f"{name} must be {DATE_FORMS}; {value!r} is not a date: {exc}") from None
+        raise SearchError(
+            f"{name} must be {DATE_FORMS}; {shown(value, 60)} is not a date: {exc}"
+        ) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
@@ -84,10 +87,10 @@ def check_doc_id(doc_id: str) -> None:
         )
     source, sep, path = doc_id.partition(":")
     if not sep or not is_doc_source(source):
-        raise SearchError(f"doc_id {_shown(doc_id)} is not a document id; {ID_EXAMPLE}")
+        raise SearchError(f"doc_id {shown(doc_id)} is not a document id; {ID_EXAMPLE}")
     if path.startswith("/") or ".." in path.split("/"):
         raise SearchError(
-            f"doc_id {_shown(doc_id)} is not a document id: paths are relative to the "
+            f"doc_id {shown(doc_id)} is not a document id: paths are relative to the "
             f"repository and never contain '..'; {ID_EXAMPLE}"
         )
 
@@ -97,7 +100,7 @@ def unknown_doc(snapshot: Snapshot, doc_id: str) -> SearchError:
     source = doc_id.partition(":")[0]
     if source not in snapshot.manifest.sources:
         return SearchError(
-            f"no document {_shown(doc_id)}: unknown source {source!r}; "
+            f"no document {shown(doc_id)}: unknown source {shown(source)}; "
             f"valid sources: {valid_sources(snapshot)}"
         )
     hint = (
@@ -106,13 +109,6 @@ def unknown_doc(snapshot: Snapshot, doc_id: str) -> SearchError:
         else ""
     )
     return SearchError(
-        f"no document {_shown(doc_id)} in index version {snapshot.version}{hint}; use a "
+        f"no document {shown(doc_id)} in index version {snapshot.version}{hint}; use a "
         "doc_id or chunk_id returned by search_docs or query_docs"
     )
-
-
-def _shown(text: str, chars: int = SHOWN_ID_CHARS) -> str:
-    """`text` quoted for an error, cut after `chars` characters."""
-    if len(text) <= chars:
-        return repr(text)
-    return f"{text[:chars]!r}... ({len(text):,} characters)"
