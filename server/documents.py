@@ -16,7 +16,7 @@ import msgspec
 
 from docdex.index_format.config import Config, ConfigError, SourceConfig, load_config
 from docdex.index_format.layout import DataDir
-from docdex.index_format.model import ServedPage
+from docdex.index_format.model import ServedPage, SourceState
 from docdex.index_format.refs import base_of
 
 from .answers import Document, PageList, PageSummary, ReindexReceipt, SourceInfo, SourceList
@@ -28,7 +28,7 @@ from .budget import (
     within_cap,
 )
 from .errors import SearchError
-from .freshness import FreshnessWatch
+from .freshness import UNKNOWN, FreshnessWatch
 from .health import health_report
 from .instructions import server_instructions
 from .pages import (
@@ -186,14 +186,24 @@ class Docs:
     def list_sources(self) -> SourceList:
         """The indexed sources (each indexed ref an entry), how current each is, then the
         configured sources the served version lacks."""
-        config = self._config()
-        configured = {s.name: s for s in config.sources}
         with self.holder.acquire() as snapshot:
             states = dict(snapshot.manifest.sources)
             version = snapshot.version
-        current = self.freshness.of(states, config.settings.stale_after_s)
+        sources = self._source_infos(states, fresh=True)
+        return within_cap(SourceList(sources=sources, index_version=version), "sources")
+
+    def _source_infos(self, states: dict[str, SourceState], fresh: bool) -> list[SourceInfo]:
+        """`states` with their descriptions (and, when `fresh`, their freshness, which reads
+        the repositories), then the configured sources they lack."""
+        config = self._config()
+        configured = {s.name: s for s in config.sources}
+        current = self.freshness.of(states, config.settings.stale_after_s) if fresh else {}
         sources = [
-            source_info(state, _description(configured.get(base_of(key, state))), current[key])
+            source_info(
+                state,
+                _description(configured.get(base_of(key, state))),
+                current.get(key, UNKNOWN),
+            )
             for key, state in sorted(states.items())
         ]
         sources += [
@@ -206,7 +216,7 @@ class Docs:
             for name, config in configured.items()
             if name not in states
         ]
-        return within_cap(SourceList(sources=sources, index_version=version), "sources")
+        return sources
 
     def _config(self) -> Config:
         try:
@@ -216,15 +226,14 @@ class Docs:
             return Config()
 
     def instructions(self) -> str:
-        """The MCP server's instructions: what is indexed and how to use the tools."""
+        """The MCP server's instructions: what is indexed and how to use the tools (asked at
+        every connection, so the repositories' tips are not read for it)."""
         try:
-            sources = self.list_sources().sources
+            with self.holder.acquire() as snapshot:
+                states = dict(snapshot.manifest.sources)
         except NoVersion:
-            sources = [
-                SourceInfo(name=c.name, indexed=False, description=_description(c))
-                for c in self._config().sources
-            ]
-        return server_instructions(sources)
+            states = {}
+        return server_instructions(self._source_infos(states, fresh=False))
 
     def list_pages(
         self, cursor: str = "", limit: int = RESOURCE_PAGE

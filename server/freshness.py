@@ -39,13 +39,16 @@ class Freshness(msgspec.Struct):
     stale: bool  # behind for longer than `stale_after_s`
 
 
+UNKNOWN = Freshness("", None, "", False, False)  # not looked at
+
+
 class FreshnessWatch:
     """Freshness of every entry, with the first moment this server saw each tip ahead (the
     fallback for "since" when no queued request says when the push came)."""
 
     def __init__(self, data: DataDir):
         self.data = data
-        self._first_seen: dict[tuple[str, str], float] = {}
+        self._first_seen: dict[str, tuple[str, float]] = {}  # entry -> (tip, when first seen)
         self._lock = threading.Lock()
 
     def of(self, sources: dict[str, SourceState], stale_after_s: int) -> dict[str, Freshness]:
@@ -84,7 +87,10 @@ class FreshnessWatch:
 
     def _since(self, key: str, tip: str, waiting: list[IndexRequest]) -> float:
         with self._lock:
-            first = self._first_seen.setdefault((key, tip), time.time())
+            seen_tip, first = self._first_seen.get(key, ("", 0.0))
+            if seen_tip != tip:  # one moment per entry: its current tip's
+                first = time.time()
+                self._first_seen[key] = (tip, first)
         filed = [_timestamp(r.requested_at) for r in waiting]
         return min([first, *[t for t in filed if t is not None]])
 

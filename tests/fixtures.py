@@ -8,13 +8,16 @@ import json
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from docdex.index_format.config import Config, Settings, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
 from docdex.indexer.pipeline import index_sources
+from docdex.serverproc import ServeProcess
 
 from gitrepo import Workspace
 
@@ -85,6 +88,17 @@ def index_workspace(data: DataDir, ws: Workspace, embedder, **settings) -> int:
     report = index_sources(data, config, embedder=embedder)
     assert report.published, report
     return report.version
+
+
+@contextmanager
+def served_workspace(root: Path, embedder, token: str | None = None) -> Iterator[ServeProcess]:
+    """build_workspace indexed under root/data and answered by a real `docdex serve` (with
+    `token` required, when given) until the block ends."""
+    data = DataDir(root / "data")
+    index_workspace(data, build_workspace(root), embedder)
+    with ServeProcess(data.root, root / "serve.log", token=token) as server:
+        server.wait_serving()
+        yield server
 
 
 def open_indexed_docs(root: Path, files: dict[str, str], embedder, **settings):

@@ -38,7 +38,7 @@ from docdex.server.clients import (
 from docdex.server.routes import MCP_PATH, index_page
 from docdex.serverproc import ServeProcess
 
-from fixtures import build_workspace, http, index_workspace
+from fixtures import http, served_workspace
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "clients.md"
 DOC_TEXT = DOC.read_text()
@@ -310,11 +310,8 @@ class Served:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, embedder):
     root = tmp_path_factory.mktemp("clients")
-    data = DataDir(root / "data")
-    index_workspace(data, build_workspace(root), embedder)
-    with ServeProcess(data.root, root / "serve.log", token=TOKEN) as server:
-        server.wait_serving()
-        yield Served(data, server)
+    with served_workspace(root, embedder, TOKEN) as server:
+        yield Served(DataDir(root / "data"), server)
 
 
 # --- the document -------------------------------------------------------------------------------

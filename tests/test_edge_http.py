@@ -17,10 +17,9 @@ import sys
 
 import pytest
 
-from docdex.index_format.layout import DataDir
 from docdex.serverproc import ServeProcess, free_port
 
-from fixtures import build_workspace, index_workspace
+from fixtures import served_workspace
 
 TOKEN = "edge-http-token-0123456789abcdef"
 AUTH = f"Bearer {TOKEN}".encode()
@@ -30,11 +29,7 @@ MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, embedder):
-    root = tmp_path_factory.mktemp("edge_http")
-    data = DataDir(root / "data")
-    index_workspace(data, build_workspace(root), embedder)
-    with ServeProcess(data.root, root / "serve.log", token=TOKEN) as server:
-        server.wait_serving()
+    with served_workspace(tmp_path_factory.mktemp("edge_http"), embedder, TOKEN) as server:
         yield server
 
 
