@@ -1,0 +1,86 @@
+"""The shipped query sets of bench/evalsets pass their validator (bench/evalsets/check.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench.evalsets import check
+
+
+def shipped() -> list[str]:
+    return [name for name in check.SETS if (check.HERE / name).exists()]
+
+
+def test_shipped_sets_are_well_formed():
+    names = shipped()
+    assert names, "no set file in bench/evalsets"
+    problems = check.run(names, with_corpus=False)
+    assert problems.lines == []
+
+
+def test_validator_reports_a_broken_record(tmp_path, monkeypatch):
+    rows = [
+        {
+            "id": "a",
+            "query": "q",
+            "class": "handwritten",
+            "relevant": [{"path": "x.md"}],
+            "split": "dev",
+        },
+        {
+            "id": "a",
+            "query": "q",
+            "class": "unanswerable",
+            "relevant": [],
+            "kind": "near-miss",
+            "split": "dev",
+        },
+        {
+            "id": "c",
+            "query": "q",
+            "class": "unanswerable",
+            "relevant": [],
+            "kind": "off-topic",
+            "split": "dev",
+        },
+    ]
+    (tmp_path / "apm.unanswerable.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setattr(check, "HERE", tmp_path)
+    problems = check.run(["apm.unanswerable.jsonl"], with_corpus=False)
+    text = "\n".join(problems.lines)
+    assert "names the answering heading" in text  # line 1: no heading
+    assert "duplicate id a" in text  # line 2
+    assert "grep terms" in text  # line 2: near miss without checked
+    assert "every-third rule" in text  # line 3 must be heldout
+    assert check.main(["--format", "apm.unanswerable.jsonl"]) == 1
+
+
+def test_headings_as_a_reader_sees_them():
+    page = "\n".join(
+        [
+            "# Title {#anchor}",
+            "```",
+            "# not a heading",
+            "```",
+            "## `#[rustc_on_unimplemented]`",
+            "### Bootstrap Sessions *(Pro plan)*",
+            "Setext [link](x.md) __strong__",
+            "---",
+            "<details><summary>Is it **free**?</summary>",
+        ]
+    )
+    assert check.headings_of(page) == {
+        "title",
+        "#[rustc_on_unimplemented]",
+        "bootstrap sessions (pro plan)",
+        "setext link strong",
+        "is it free?",
+    }
+
+
+@pytest.mark.skipif(not check.corpora_present(), reason="corpora (../shared/corpora) not present")
+def test_judged_paths_and_headings_exist_in_the_corpora():
+    problems = check.run(shipped(), with_corpus=True)
+    assert problems.lines == []
