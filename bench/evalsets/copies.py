@@ -1,0 +1,78 @@
+"""Judge the other versions' copies of a PowerShell-Docs section as acceptable answers.
+
+    python -m bench.evalsets.copies powershell.sections.jsonl [...]
+
+PowerShell-Docs keeps one copy of each reference page per version (reference/5.1, 7.4,
+7.5, 7.6, 7.7). A question judged on reference/7.6/X.md is answered just as well by
+reference/7.5/X.md when that copy has the same section, so every such copy (of the
+relevant entry and of its alts) is written into `alt`, in place. Entries outside
+reference/<version>/ are left as they are. Run it again after editing a judgment.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+from bench.evalsets.check import HERE, SETS, Corpus, fold, headings_of, open_corpus
+
+_VERSIONED = re.compile(r"^reference/([0-9.]+)/(.+)$")
+
+
+def versions(corpus: Corpus) -> list[str]:
+    return sorted({m.group(1) for p in corpus.paths if (m := _VERSIONED.match(p))})
+
+
+def copies_of(entry: dict, corpus: Corpus, all_versions: list[str]) -> list[dict]:
+    match = _VERSIONED.match(entry.get("path", ""))
+    if not match or not entry.get("heading"):
+        return []
+    found = []
+    for version in all_versions:
+        path = f"reference/{version}/{match.group(2)}"
+        if (
+            path != entry["path"]
+            and path in corpus.paths
+            and fold(entry["heading"]) in headings_of(corpus.text(path))
+        ):
+            found.append({"path": path, "heading": entry["heading"]})
+    return found
+
+
+def with_copies(row: dict, corpus: Corpus, all_versions: list[str]) -> dict:
+    own = [e for e in row.get("alt", []) if _VERSIONED.match(e.get("path", ""))]
+    base = row["relevant"][0]["path"]
+    same_page = [e for e in own if e["path"] == base] + [
+        e for e in row.get("alt", []) if not _VERSIONED.match(e.get("path", ""))
+    ]
+    alt: list[dict] = list(same_page)
+    for entry in row["relevant"] + [e for e in own if e["path"] == base]:
+        alt.extend(c for c in copies_of(entry, corpus, all_versions) if c not in alt)
+    out = {k: v for k, v in row.items() if k not in ("alt", "split")}
+    if alt:
+        out["alt"] = alt
+    out["split"] = row["split"]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    names = argv if argv is not None else sys.argv[1:]
+    corpus = open_corpus("powershell")
+    all_versions = versions(corpus)
+    for name in names:
+        if SETS.get(name) != "powershell":
+            print(f"{name}: not a PowerShell-Docs set", file=sys.stderr)
+            return 2
+        path = HERE / name
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        rows = [
+            with_copies(row, corpus, all_versions) if row.get("relevant") else row for row in rows
+        ]
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+        print(f"{name}: {len(rows)} records", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
