@@ -497,12 +497,14 @@ def cmd_eval(data: DataDir, args) -> int:
 
 def cmd_serve(data: DataDir, args) -> int:
     from docdex.server.auth import BindRefused, check_bind, server_token
+    from docdex.server.connection_limits import LimitsRefused, limits_from_env
     from docdex.server.memory import limit_malloc_arenas
     from docdex.server.model import start_loading
 
     try:
         check_bind(args.host, server_token(), args.insecure)
-    except BindRefused as exc:
+        limits = limits_from_env()
+    except (BindRefused, LimitsRefused) as exc:
         raise CommandError(str(exc)) from None
     limit_malloc_arenas()  # before any thread starts
     model = start_loading(data)  # before the other imports: it loads while they run
@@ -511,7 +513,7 @@ def cmd_serve(data: DataDir, args) -> int:
 
     background = Background(data, worker=not args.no_worker)  # starts once listening
     try:
-        return serve(data, args.host, args.port, args.insecure, model, background.start)
+        return serve(data, args.host, args.port, args.insecure, model, background.start, limits)
     finally:
         background.stop()
 

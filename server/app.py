@@ -14,6 +14,8 @@ search page at / (routes.py lists the routes).
     webpage.py    the search page's files (web/), the security headers (CSP)
     deferred_mcp.py  /mcp, built from the SDK in a thread once the server listens
     auth.py       bind policy, Host and Origin check, bearer token
+    connections.py  header deadline, idle keep-alive, bound on open connections (uvicorn's
+                  h11 handler under a guard; settings in connection_limits.py)
     PostOnly      /mcp answers POST only (405 for GET: no sessions, so no stream to open)
 
 Every request leases one index version from the `VersionHolder` and answers from it alone.
@@ -40,6 +42,8 @@ from docdex.index_format.layout import DataDir
 from .auth import OPEN_PATHS, BearerAuth, HostCheck, allowed_hosts, check_bind, server_token
 from .auth import transport_security as make_transport_security
 from .boot import Boot, load_snapshot, open_docs, setup_logging
+from .connection_limits import ConnectionLimits, limits_from_env, with_fd_room
+from .connections import guarded_http
 from .deferred_mcp import DeferredMCP
 from .documents import Docs
 from .routes import MCP_PATH, http_routes
@@ -121,14 +125,17 @@ def serve(
     insecure: bool = False,
     model: Future[Embedder] | None = None,
     on_listening: Callable[[], None] | None = None,
+    limits: ConnectionLimits | None = None,
 ) -> int:
     """Run the server until interrupted. Returns the process exit code. `model`: the model
     already loading (model.start_loading), so that it overlaps the imports; `on_listening`:
-    called once the socket listens. Raises BindRefused for an address the bind policy
-    refuses (auth.check_bind)."""
+    called once the socket listens; `limits`: the connections' deadlines and bound (default:
+    from the environment, connections.py). Raises BindRefused for an address the bind policy
+    refuses (auth.check_bind), LimitsRefused for a bad DOCDEX_* connection setting."""
     setup_logging()
     token = server_token()
     check_bind(host, token, insecure)
+    limits = with_fd_room(limits or limits_from_env())
     boot = Boot()
     docs = open_docs(data, boot, model)
     extra = [h for h in os.environ.get("DOCDEX_ALLOWED_HOSTS", "").split(",") if h.strip()]
@@ -143,12 +150,14 @@ def serve(
         if on_listening is not None:
             on_listening()
 
-    server = _Uvicorn(_uvicorn_config(app, host, port), listening)
+    server = _Uvicorn(_uvicorn_config(app, host, port, limits), listening)
     server.run()
     return 0 if server.started else 1
 
 
-def _uvicorn_config(app: Starlette, host: str, port: int) -> uvicorn.Config:
+def _uvicorn_config(
+    app: Starlette, host: str, port: int, limits: ConnectionLimits
+) -> uvicorn.Config:
     return uvicorn.Config(
         app,
         host=host,
@@ -157,6 +166,9 @@ def _uvicorn_config(app: Starlette, host: str, port: int) -> uvicorn.Config:
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=5,
+        http=guarded_http(limits),  # type: ignore[arg-type]  # a protocol factory
+        ws="none",  # no websocket routes: an Upgrade header is an ordinary request
+        timeout_keep_alive=limits.idle_timeout,  # type: ignore[arg-type]  # float seconds
     )
 
 
