@@ -33,6 +33,10 @@ demo: setup
 bench *ARGS: setup
     {{bin}}/python -m bench {{ARGS}}
 
+# The fault campaign (docs/reliability.md): `just chaos quick` (< 5 min), `just chaos crash`.
+chaos *ARGS: setup
+    {{bin}}/python -m bench.chaos {{ARGS}}
+
 # Lint and format check, and the layer contracts.
 lint: setup layers
     {{bin}}/ruff check .
