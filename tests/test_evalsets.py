@@ -84,3 +84,47 @@ def test_headings_as_a_reader_sees_them():
 def test_judged_paths_and_headings_exist_in_the_corpora():
     problems = check.run(shipped(), with_corpus=True)
     assert problems.lines == []
+
+
+@pytest.mark.skipif(not check.corpora_present(), reason="corpora (../shared/corpora) not present")
+def test_corpus_checks_catch_wrong_judgments(tmp_path, monkeypatch):
+    rows = [
+        {
+            "id": "a",
+            "query": "q",
+            "class": "handwritten",
+            "split": "dev",
+            "relevant": [{"path": "reference/settings.md", "heading": "Hardware Whitelist"}],
+        },
+        {
+            "id": "b",
+            "query": "q",
+            "class": "handwritten",
+            "split": "dev",
+            "relevant": [{"path": "reference/settings.md", "heading": "No Such Section"}],
+        },
+        {
+            "id": "c",
+            "query": "q",
+            "class": "unanswerable",
+            "relevant": [],
+            "kind": "near-miss",
+            "checked": ["Intune", "surely-not-in-apm-docs"],
+            "split": "heldout",
+        },
+        {
+            "id": "d",
+            "query": "q",
+            "class": "handwritten",
+            "split": "dev",
+            "relevant": [{"path": "missing.md", "heading": "X"}],
+        },
+    ]
+    (tmp_path / "apm.handwritten.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setattr(check, "HERE", tmp_path)
+    problems = check.run(["apm.handwritten.jsonl"], with_corpus=True).lines
+    assert problems == [
+        "apm.handwritten.jsonl:2: 'No Such Section' is not a heading of reference/settings.md",
+        "apm.handwritten.jsonl:3: checked term 'Intune' occurs in the corpus",
+        "apm.handwritten.jsonl:4: missing.md is not in the corpus at its head",
+    ]
