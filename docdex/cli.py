@@ -347,6 +347,11 @@ def _add_inspect_commands(commands) -> None:
     doc = _command(sub, "doc", cmd_inspect_doc, "a document's chunks")
     doc.add_argument("doc_id", metavar="DOC_ID", help="SOURCE:PATH")
     _json_flag(doc)
+    verify = _command(
+        commands, "verify", cmd_verify, "check every kept version's files (exit 1 if damaged)"
+    )
+    verify.add_argument("--version", type=int, metavar="N", help="only version N")
+    _json_flag(verify)
 
 
 def cmd_inspect_versions(data: DataDir, args) -> int:
@@ -407,6 +412,29 @@ def cmd_inspect_doc(data: DataDir, args) -> int:
             f"{c.chars} chars  {c.breadcrumb}"
         )
     return EXIT_OK
+
+
+def cmd_verify(data: DataDir, args) -> int:
+    from docdex.index_format.store import list_versions
+    from docdex.index_format.verify import verify_data
+
+    data.check()
+    if args.version is not None and args.version not in list_versions(data):
+        print(f"docdex: error: version {args.version} is not on disk", file=sys.stderr)
+        return EXIT_USAGE
+    report = verify_data(data.root, args.version)
+    if args.json:
+        _print_json(report)
+    else:
+        for problem in report.problems:
+            print(f"{problem.file}: {problem.kind}: {problem.detail}")
+        for v in report.versions:
+            mark = "*" if v.version == report.current else " "
+            state = "ok" if v.ok else f"{len(v.problems)} problems"
+            print(f"{mark} version {v.version}: {state}" + "".join(f"; {n}" for n in v.notes))
+            for problem in v.problems:
+                print(f"  {problem.file}: {problem.kind}: {problem.detail}")
+    return EXIT_OK if report.ok else EXIT_ERROR
 
 
 # --- querying and serving ------------------------------------------------------------------

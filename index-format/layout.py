@@ -21,6 +21,10 @@ class IndexFormatError(Exception):
     """The data directory or a version in it cannot be read as a docdex index."""
 
 
+class DamagedIndex(IndexFormatError):
+    """A file of the index does not decode: damaged, not merely of another format."""
+
+
 class DataDir:
     """Paths of one data directory. It holds nothing but the root, so it is cheap to pass."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import msgspec
 
 FORMAT_MAJOR = 1
-FORMAT_MINOR = 1  # the newest minor this code reads and writes (1: token vectors)
+FORMAT_MINOR = 2  # the newest minor this code reads and writes (1: token vectors, 2: checksums)
 
 # Defaults of the embedding windows (docdex.toml can change them; the chunker's are below).
 WINDOW_TOKENS = 250  # an embedding window's content tokens
@@ -185,12 +185,21 @@ class ServedPage(PageInfo, frozen=True):
     chunks: list[ChunkLocation]
 
 
+class FileSum(msgspec.Struct, frozen=True):
+    """A file's size and sha256, recorded when it is written (format 1.2)."""
+
+    name: str  # within its directory (a segment's, a text index's), or under pages/
+    size: int
+    sha256: str
+
+
 class SegmentRef(msgspec.Struct, frozen=True):
     id: str
     chunks: int
     windows: int
     bytes: int
     tombstones: list[int] = []  # chunk indexes no longer live in this version
+    files: list[FileSum] = []  # every file of the segment ([]: written before format 1.2)
 
 
 class SourceState(msgspec.Struct, frozen=True):
@@ -213,6 +222,7 @@ class SourceState(msgspec.Struct, frozen=True):
     ref_kind: str = "branch"  # "branch" | "tag"
     base: str = ""  # the configured source the entry belongs to ("" = the key itself)
     default_ref: bool = True  # the source's default ref (False: an entry "source@ref")
+    pages_sum: FileSum | None = None  # of pages_file (None: written before format 1.2)
 
 
 class Manifest(msgspec.Struct, frozen=True):
@@ -227,3 +237,7 @@ class Manifest(msgspec.Struct, frozen=True):
     sources: dict[str, SourceState]
     chunks: int  # live chunks over all segments
     windows: int  # live windows
+    text_files: list[FileSum] = []  # every file of text/<text_index> ([]: before format 1.2)
+    # sha256 of this manifest's JSON with this field empty (store.encode_manifest); last,
+    # so that a newer minor's fields are covered too
+    checksum: str = ""

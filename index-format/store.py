@@ -6,6 +6,7 @@ follows CURRENT to one manifest and reads only files that manifest names, all im
 
 from __future__ import annotations
 
+import hashlib
 import os
 import weakref
 from collections.abc import Sequence
@@ -17,10 +18,18 @@ from typing import TypeVar, overload
 import msgspec
 import numpy as np
 
-from .layout import VERSION_DIGITS, DataDir, IndexFormatError, version_name, write_atomic
+from .layout import (
+    VERSION_DIGITS,
+    DamagedIndex,
+    DataDir,
+    IndexFormatError,
+    version_name,
+    write_atomic,
+)
 from .model import (
     FORMAT_MAJOR,
     ChunkRecord,
+    FileSum,
     Manifest,
     PageInfo,
     PageRecord,
@@ -50,11 +59,11 @@ HNSW_FILE = "hnsw.bin"
 def current_version(data: DataDir) -> int | None:
     """The published version CURRENT names, or None before the first one."""
     try:
-        text = data.current.read_text().strip()
+        text = data.current.read_bytes().decode("ascii", "replace").strip()
     except FileNotFoundError:
         return None
-    if not text.isdigit():
-        raise IndexFormatError(f"{data.current} does not name a version: {text[:40]!r}")
+    if not (text.isascii() and text.isdigit() and len(text) == VERSION_DIGITS):
+        raise DamagedIndex(f"{data.current} does not name a version: {text[:40]!r}")
     return int(text)
 
 
@@ -73,7 +82,7 @@ def load_manifest(data: DataDir, version: int) -> Manifest:
     except FileNotFoundError:
         raise IndexFormatError(f"version {version} has no manifest ({path})") from None
     except msgspec.DecodeError as exc:
-        raise IndexFormatError(f"manifest {path} is not a docdex manifest: {exc}") from None
+        raise DamagedIndex(f"manifest {path} is not a docdex manifest: {exc}") from None
     if manifest.format_major != FORMAT_MAJOR:
         raise IndexFormatError(
             f"manifest {path} has format {manifest.format_major}.{manifest.format_minor}; "
@@ -89,7 +98,27 @@ def load_current(data: DataDir) -> Manifest | None:
 
 def write_manifest(data: DataDir, manifest: Manifest) -> None:
     """Write a version's manifest; it is not served until `point_current` names it."""
-    write_atomic(data.manifest(manifest.version), msgspec.json.encode(manifest))
+    write_atomic(data.manifest(manifest.version), encode_manifest(manifest))
+
+
+_CHECKSUM_FIELD = b'"checksum":"'
+
+
+def encode_manifest(manifest: Manifest) -> bytes:
+    """The manifest's JSON, its `checksum` the sha256 of the same JSON with it empty."""
+    blank = msgspec.json.encode(msgspec.structs.replace(manifest, checksum=""))
+    at = blank.rindex(_CHECKSUM_FIELD) + len(_CHECKSUM_FIELD)
+    return blank[:at] + hashlib.sha256(blank).hexdigest().encode() + blank[at:]
+
+
+def manifest_intact(raw: bytes) -> bool:
+    """Whether a manifest's bytes match the checksum they record (encode_manifest)."""
+    at = raw.rfind(_CHECKSUM_FIELD)
+    end = raw.find(b'"', at + len(_CHECKSUM_FIELD)) if at >= 0 else -1
+    if end < 0:
+        return False
+    start = at + len(_CHECKSUM_FIELD)
+    return hashlib.sha256(raw[:start] + raw[end:]).hexdigest().encode() == raw[start:end]
 
 
 def point_current(data: DataDir, version: int) -> None:
@@ -224,7 +253,7 @@ def load_segment(data: DataDir, segment_id: str, dim: int) -> Segment:
     except FileNotFoundError:
         raise IndexFormatError(f"segment {segment_id} is missing ({path})") from None
     except msgspec.DecodeError as exc:
-        raise IndexFormatError(f"segment {segment_id} is corrupt: {exc}") from None
+        raise DamagedIndex(f"segment {segment_id} is corrupt: {exc}") from None
     return Segment(id=segment_id, path=path, chunks=chunks, dim=dim)
 
 
@@ -257,8 +286,47 @@ def load_pages(data: DataDir, name: str, as_type: type[P] = PageRecord) -> list[
     except FileNotFoundError:
         raise IndexFormatError(f"page table {path} is missing") from None
     except msgspec.DecodeError as exc:
-        raise IndexFormatError(f"page table {path} is corrupt: {exc}") from None
+        raise DamagedIndex(f"page table {path} is corrupt: {exc}") from None
 
 
-def write_pages(data: DataDir, name: str, pages: Sequence[PageRecord | StoredPage]) -> None:
-    write_atomic(data.pages_file(name), _encoder.encode(pages))
+def write_pages(data: DataDir, name: str, pages: Sequence[PageRecord | StoredPage]) -> FileSum:
+    encoded = _encoder.encode(pages)
+    write_atomic(data.pages_file(name), encoded)
+    return FileSum(name=name, size=len(encoded), sha256=hashlib.sha256(encoded).hexdigest())
+
+
+# --- checksums (format 1.2) ----------------------------------------------------------------
+
+
+def file_sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def directory_sums(
+    path: Path, linked_from: Path | None = None, known: Sequence[FileSum] = ()
+) -> list[FileSum]:
+    """The FileSum of every file in `path`, by name. A file that is a hard link of the file
+    of the same name and size in `linked_from` keeps the sum `known` records for it: it is
+    the same immutable file (text/<version>/ links most of the previous version's files)."""
+    recorded = {s.name: s for s in known}
+    sums = []
+    for entry in sorted(os.scandir(path), key=lambda e: e.name):
+        if not entry.is_file(follow_symlinks=False):
+            continue
+        stat = entry.stat(follow_symlinks=False)
+        old = recorded.get(entry.name)
+        if old is not None and old.size == stat.st_size and _same_file(stat, linked_from, old):
+            sums.append(old)
+        else:
+            sums.append(FileSum(entry.name, stat.st_size, file_sha256(Path(entry.path))))
+    return sums
+
+
+def _same_file(stat: os.stat_result, folder: Path | None, old: FileSum) -> bool:
+    if folder is None:
+        return False
+    try:
+        return os.path.samestat(stat, os.stat(folder / old.name))
+    except OSError:
+        return False

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import msgspec
 
-from docdex.index_format.layout import DataDir
+from docdex.index_format.layout import DamagedIndex, DataDir
+from docdex.index_format.model import Manifest
 from docdex.index_format.store import current_version, directory_bytes, list_versions, load_manifest
 
 
@@ -21,16 +22,20 @@ class GcReport(msgspec.Struct):
 def collect_garbage(data: DataDir, keep: int) -> GcReport:
     """Delete versions older than the newest `keep` published ones, versions newer than
     CURRENT (a crashed run never published them), temporary debris, and every segment,
-    text index and page table no kept version names. Run only under the writer lock."""
-    current = current_version(data)
+    text index and page table no kept version names. Run only under the writer lock.
+
+    A damaged CURRENT (unreadable, or naming a version without a manifest) leaves every
+    version in place, and a kept manifest that does not decode names nothing: its version
+    cannot be served."""
     versions = list_versions(data)
-    published = [v for v in versions if current is not None and v <= current]
-    kept = published[-max(1, keep) :] if published else []
+    kept = _kept_versions(data, versions, keep)
     doomed = [v for v in versions if v not in kept]
 
     referenced: set[Path] = set()
     for version in kept:
-        manifest = load_manifest(data, version)
+        manifest = _kept_manifest(data, version)
+        if manifest is None:
+            continue
         referenced.add(data.text_index(manifest.text_index))
         referenced.update(data.segment(s.id) for s in manifest.segments)
         referenced.update(
@@ -55,6 +60,26 @@ def collect_garbage(data: DataDir, keep: int) -> GcReport:
     return GcReport(
         kept_versions=kept, deleted_versions=doomed, deleted_files=deleted, freed_bytes=freed
     )
+
+
+def _kept_versions(data: DataDir, versions: list[int], keep: int) -> list[int]:
+    try:
+        current = current_version(data)
+    except DamagedIndex:
+        return versions  # CURRENT is damaged: which versions were published is unknown
+    if current is None:
+        return []
+    if current not in versions:
+        return versions  # as damaged: no run deletes the manifest CURRENT names
+    published = [v for v in versions if v <= current]
+    return published[-max(1, keep) :]
+
+
+def _kept_manifest(data: DataDir, version: int) -> Manifest | None:
+    try:
+        return load_manifest(data, version)
+    except DamagedIndex:
+        return None
 
 
 def _remove(path: Path) -> int:

@@ -38,6 +38,7 @@ from docdex.index_format.model import (
     ChunkRef,
     EmbedderInfo,
     FileProblem,
+    FileSum,
     Manifest,
     PageRecord,
     SegmentRef,
@@ -46,6 +47,7 @@ from docdex.index_format.model import (
 )
 from docdex.index_format.refs import base_of, file_stem
 from docdex.index_format.store import (
+    directory_sums,
     list_versions,
     load_current,
     load_pages,
@@ -54,7 +56,6 @@ from docdex.index_format.store import (
     write_pages,
 )
 from docdex.index_format.times import iso_utc
-from docdex.index_format.tokens import TOKOFFSETS_FILE
 from docdex.model.embedder import Embedder
 from docdex.model.files import model_info
 from docdex.model.windows import embed_input
@@ -68,6 +69,7 @@ from .git.history import PageDates
 from .git.repo import default_branch, open_repo, resolve_branch
 from .lock import writer_lock
 from .markdown import page_lead, parse_page
+from .recovery import FullRunBase, drop_versions, full_run_base
 from .refs import FoundRef, RefFamily, discover
 from .remote import local_repository
 from .segmentstream import PendingChunk, PendingPage, SegmentStream
@@ -127,6 +129,8 @@ class RunContext:
     rebuild: bool  # re-read every file (asked for, first run, or other chunker settings)
     worktree: bool = False  # checkouts: index the working tree instead of the branch head
     dirty: Dirty | None = None  # per source, paths to look at (None: all)
+    damaged_segments: frozenset[str] = frozenset()  # segments whose vectors are not copied
+    damaged_versions: tuple[int, ...] = ()  # dropped once this run has published
 
     def dirty_paths(self, source: str) -> set[str] | None:
         return None if self.dirty is None else self.dirty.get(source, set())
@@ -197,7 +201,10 @@ def index_sources(
     with writer_lock(data, on_wait=on_wait):
         started = time.monotonic()
         collect_garbage(data, config.settings.keep_versions)  # debris of a crashed run first
-        ctx = _context(data, config.settings, full, embedder, worktree, dirty)
+        base = full_run_base(data) if full else None  # nothing damaged is reused (adr/0019)
+        if base is not None and base.salvaged:
+            selected = list(config.sources)  # a salvage leaves nothing of any source behind
+        ctx = _context(data, config.settings, full, embedder, worktree, dirty, base)
         report = _run(ctx, config, selected, started)
     _log_run(report)
     return report
@@ -217,8 +224,9 @@ def _context(
     embedder: Embedder | None,
     worktree: bool,
     dirty: Dirty | None,
+    base: FullRunBase | None = None,
 ) -> RunContext:
-    previous = load_current(data)
+    previous = base.previous if base else load_current(data)
     return RunContext(
         data=data,
         settings=settings,
@@ -231,6 +239,8 @@ def _context(
         rebuild=full or previous is None or previous.chunker != settings.chunker(),
         worktree=worktree,
         dirty=dirty,
+        damaged_segments=base.damaged_segments if base else frozenset(),
+        damaged_versions=tuple(base.damaged_versions) if base else (),
     )
 
 
@@ -267,6 +277,7 @@ def _run(
             return _report(ctx, run, started)
         run.stream.flush()
         manifest = _publish(ctx, run)
+        drop_versions(ctx.data, list(ctx.damaged_versions))
     finally:
         run.text.discard()  # a no-op once the text index is published
     report = _report(ctx, run, started, manifest)
@@ -289,6 +300,7 @@ def _start(ctx: RunContext) -> RunState:
         reusable=reusable,
         segment_chunks={s.id: s.chunks for s in previous.segments} if previous else {},
         text_sink=text.add,
+        damaged=ctx.damaged_segments,
     )
     return RunState(
         text=text,
@@ -663,7 +675,7 @@ def _publish(ctx: RunContext, run: RunState) -> Manifest:
     run.text.publish()
     manifest = Manifest(
         format_major=FORMAT_MAJOR,
-        format_minor=_format_minor(ctx.data, segments),
+        format_minor=FORMAT_MINOR,
         version=ctx.version,
         created_at=iso_utc(),
         embedder=ctx.model,
@@ -673,17 +685,21 @@ def _publish(ctx: RunContext, run: RunState) -> Manifest:
         sources=states,
         chunks=sum(s.chunks - len(s.tombstones) for s in segments),
         windows=sum(s.windows for s in segments),
+        text_files=_text_sums(ctx, run.text.name),
     )
     write_manifest(ctx.data, manifest)
     point_current(ctx.data, ctx.version)
     return manifest
 
 
-def _format_minor(data: DataDir, segments: list[SegmentRef]) -> int:
-    """1 when a segment carries token vectors (optional files of format 1.1), else 0."""
-    if any((data.segment(s.id) / TOKOFFSETS_FILE).is_file() for s in segments):
-        return FORMAT_MINOR
-    return 0
+def _text_sums(ctx: RunContext, name: str) -> list[FileSum]:
+    """Checksums of the new text index: the files linked from the previous version's keep
+    the sums it recorded, so only what this run's Tantivy writer wrote is hashed."""
+    previous = ctx.previous
+    if previous is None or not previous.text_index:
+        return directory_sums(ctx.data.text_index(name))
+    old = ctx.data.text_index(previous.text_index)
+    return directory_sums(ctx.data.text_index(name), old, previous.text_files)
 
 
 def _live_segments(ctx: RunContext, run: RunState) -> list[SegmentRef]:
@@ -718,11 +734,10 @@ def _final_states(
             states[name] = state
             continue
         pages_file = f"{file_stem(name)}-{version_name(ctx.version)}.msgpack" if pages else ""
-        if pages:
-            write_pages(ctx.data, pages_file, pages)
         states[name] = msgspec.structs.replace(
             state,
             pages_file=pages_file,
+            pages_sum=write_pages(ctx.data, pages_file, pages) if pages else None,
             files=len(pages),
             chunks=sum(p.chunk_count for p in pages),
         )

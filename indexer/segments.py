@@ -13,7 +13,7 @@ from docdex.index_format.model import ChunkRecord, ChunkRef, SegmentRef
 from docdex.index_format.store import (
     HNSW_FILE,
     Segment,
-    directory_bytes,
+    directory_sums,
     load_segment,
     write_segment_files,
 )
@@ -55,9 +55,14 @@ def write_segment(
     build_hnsw(vectors, threads).save_index(str(tmp / HNSW_FILE))
     if tokens is not None:
         write_token_arrays(tmp, tokens)
+    files = directory_sums(tmp)  # read back from the page cache, just written
     publish_dir(tmp, final)
     return SegmentRef(
-        id=segment_id, chunks=len(chunks), windows=len(vectors), bytes=directory_bytes(final)
+        id=segment_id,
+        chunks=len(chunks),
+        windows=len(vectors),
+        bytes=sum(f.size for f in files),
+        files=files,
     )
 
 

@@ -83,6 +83,7 @@ class SegmentStream:
         reusable: dict[str, ChunkRef],
         segment_chunks: dict[str, int],
         text_sink: TextSink,
+        damaged: frozenset[str] = frozenset(),
     ) -> None:
         self.data = data
         self.version = version
@@ -91,6 +92,7 @@ class SegmentStream:
         self.load_embedder = load_embedder
         self.reusable = reusable
         self.text_sink = text_sink
+        self.damaged = damaged  # segments whose files failed verification: never copied from
         self.old_vectors = _OldVectors(data)
         self.old_tokens = _OldTokens(data, segment_chunks) if settings.late_interaction else None
         self.batch: list[PendingPage] = []
@@ -132,7 +134,7 @@ class SegmentStream:
         for chunk in chunks:
             key = chunk.record.content_hash
             ref = self.reusable.get(key)
-            if ref is not None and self._has_tokens(ref):
+            if ref is not None and ref.segment not in self.damaged and self._has_tokens(ref):
                 plan.reuse[key] = ref
             else:
                 plan.embed.setdefault(key, chunk.embed_input)

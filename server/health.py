@@ -5,6 +5,8 @@ Its status:
     200 "stale"     a source's ref has been ahead of its index for longer than
                     `stale_after_s` (the hook, the worker or the poller is not working)
     200 "degraded"  an older version is served: the one CURRENT names was refused
+                    (another model, damaged files: `refused_version` says which and
+                    why), or CURRENT itself is damaged (`refused_version.version` null)
     503 "error"     no version can be served yet (the body says why)
 """
 

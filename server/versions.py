@@ -5,8 +5,13 @@
 
 A search takes a lease on the version that is current when it starts (`acquire()`), so it
 reads one version from start to end however many swaps happen meanwhile. A version the
-server cannot serve (another format major, another embedder, missing files) is refused:
-the previous version keeps serving and the refusal shows in `stats()` until CURRENT moves on.
+server cannot serve (another format major, another embedder, missing or damaged files) is
+refused: the previous version keeps serving and the refusal shows in `stats()` until
+CURRENT moves on. Before a version is loaded its files are checked against the sizes and
+checksums its manifest records (index-format/verify.py); at a cold start only the small
+files are hashed before the first answer and the big ones right after, in the watching
+thread. With nothing served yet, a refused or unreadable CURRENT falls back to the newest
+intact version kept on disk.
 """
 
 from __future__ import annotations
@@ -20,14 +25,26 @@ from typing import Protocol
 
 import msgspec
 
-from docdex.index_format.layout import DataDir, IndexFormatError
-from docdex.index_format.store import current_version
+from docdex.index_format.layout import DamagedIndex, DataDir, IndexFormatError
+from docdex.index_format.store import current_version, list_versions, load_manifest
 from docdex.index_format.times import iso_utc
+from docdex.index_format.verify import (
+    CHECKSUMS_MINOR,
+    NamedFile,
+    Problem,
+    check_files,
+    describe,
+    manifest_problems,
+    named_files,
+)
 
 log = logging.getLogger("docdex.server")
 
 POLL_INTERVAL_S = 0.25
 RETRY_AFTER_S = 10.0  # a load that failed for a reason other than the index format
+# At a cold start, files up to this size are hashed before the first answer, bigger ones
+# right after it (adr/0019); a swap hashes every file before it happens.
+START_HASH_BYTES = 64 << 10
 
 
 class Servable(Protocol):
@@ -46,8 +63,19 @@ class NoVersion(Exception):
     """No version can be served (nothing published yet, or nothing loadable)."""
 
 
+class DamagedVersion(DamagedIndex):
+    """A version's files are not what its manifest records."""
+
+    def __init__(self, version: int, problems: list[Problem]) -> None:
+        super().__init__(
+            f"version {version} is damaged: {describe(problems)}; "
+            "`docdex index --full` publishes a repaired version"
+        )
+        self.problems = problems
+
+
 class Refusal(msgspec.Struct, frozen=True):
-    version: int
+    version: int | None  # None: CURRENT itself cannot be read
     error: str
     at: str  # ISO 8601 UTC
 
@@ -91,6 +119,8 @@ class VersionHolder:
         self._refused: Refusal | None = None
         self._retry_at: dict[int, float] = {}  # version -> monotonic time to try again
         self._error: str | None = "not started"
+        self._unhashed: tuple[int, list[NamedFile]] | None = None  # left from a cold start
+        self._hashed: frozenset[NamedFile] = frozenset()  # checked files of the served version
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -160,7 +190,7 @@ class VersionHolder:
         try:
             version = current_version(self.data)
         except IndexFormatError as exc:
-            self._nothing_to_follow(str(exc))
+            self._current_unreadable(exc)
             return
         if version is None:
             self._nothing_to_follow(self._why_no_version())
@@ -170,22 +200,101 @@ class VersionHolder:
             return
         if time.monotonic() < self._retry_at.get(version, 0.0):
             return
-        self._try_load(version)
+        failure = self._try_load(version)
+        if isinstance(failure, DamagedIndex) and self._entry is None:
+            self._fall_back(below=version)
 
-    def _try_load(self, version: int) -> None:
+    def _try_load(self, version: int) -> Exception | None:
+        """Check, load and swap in `version`; the exception that refused it, if any."""
         started = time.perf_counter()
         try:
+            hashed = self._check(version)
             snapshot = self._load(version)
         except Exception as exc:  # noqa: BLE001 - any failure must leave the old version serving
             self._load_failed(version, exc)
-            return
+            return exc
         load_ms = (time.perf_counter() - started) * 1000
         self._refused = None
         self._retry_at.clear()
+        self._hashed = hashed
         self.swap(snapshot, load_ms)
+        return None
 
-    def _load_failed(self, version: int, exc: Exception) -> None:
-        if self._current_moved_from(version):
+    def _check(self, version: int) -> frozenset[NamedFile]:
+        """Raise DamagedVersion unless the files of `version` have the sizes and checksums
+        its manifest records; return the files hashed. A file the served version shares
+        (segments, linked text files) was hashed when that version was loaded: it is
+        measured only. With nothing served yet (a cold start), files over START_HASH_BYTES
+        are only measured here and hashed by `check_unhashed`."""
+        manifest = load_manifest(self.data, version)
+        if manifest.format_minor < CHECKSUMS_MINOR:
+            return frozenset()  # older format: loading it decodes what it can
+        cold = self._entry is None
+        files = named_files(manifest)
+        limit = START_HASH_BYTES if cold else None
+        problems, later = check_files(self.data, files, limit, () if cold else self._hashed)
+        problems = manifest_problems(self.data, manifest) + problems
+        if problems:
+            raise DamagedVersion(version, problems)
+        if cold:
+            self._unhashed = (version, later) if later else None
+        return frozenset(files) - set(later)
+
+    def check_unhashed(self) -> None:
+        """Hash what a cold start left unhashed; if it is damaged, serve the newest intact
+        older version instead (or nothing: a damaged version is never served knowingly)."""
+        pending, self._unhashed = self._unhashed, None
+        if pending is None or pending[0] != self.serving:
+            return
+        version, files = pending
+        problems, _ = check_files(self.data, files)
+        if not problems:
+            self._hashed |= set(files)
+            return
+        self._load_failed(version, DamagedVersion(version, problems), current_only=False)
+        with self._lock:
+            damaged, self._entry = self._entry, None
+            self._error = self._refused.error if self._refused else "damaged"
+        if damaged is not None:
+            damaged.retired = True
+            if damaged.leases:
+                self._held_old.append(damaged)
+            else:
+                self._close(damaged, "its files are damaged")
+        self._fall_back(below=version)
+
+    def _fall_back(self, below: int | None) -> None:
+        """Nothing is served and the version CURRENT names cannot be: serve the newest
+        version below it (any, when CURRENT is unreadable) that checks and loads."""
+        older = [v for v in reversed(list_versions(self.data)) if below is None or v < below]
+        for version in older:
+            try:
+                hashed = self._check(version)
+                snapshot = self._load(version)
+            except Exception as exc:  # noqa: BLE001 - try the next older one
+                log.warning("version %d cannot be served either: %s", version, exc)
+                continue
+            self._hashed = hashed
+            self.swap(snapshot)
+            log.warning("serving version %d, the newest intact one kept on disk", version)
+            return
+
+    def _current_unreadable(self, exc: IndexFormatError) -> None:
+        """CURRENT names no version: keep serving (or, if damaged, fall back once) and say
+        why."""
+        why = str(exc)
+        if self._refused is not None and self._refused.error == why:
+            return
+        self._refused = Refusal(version=None, error=why, at=iso_utc())
+        serving = self.serving
+        log.error("%s; %s", why, f"still serving version {serving}" if serving else "")
+        if self._entry is None:
+            self._error = why
+            if isinstance(exc, DamagedIndex):
+                self._fall_back(below=None)
+
+    def _load_failed(self, version: int, exc: Exception, current_only: bool = True) -> None:
+        if current_only and self._current_moved_from(version):
             log.info("version %d was replaced while loading; following CURRENT", version)
             return
         permanent = isinstance(exc, IndexFormatError)  # versions are immutable: no retry
@@ -234,7 +343,13 @@ class VersionHolder:
         self._thread.start()
 
     def _watch(self) -> None:
-        while not self._stop.wait(self._poll_interval):
+        while True:
+            try:
+                self.check_unhashed()
+            except Exception:  # noqa: BLE001 - the watcher must outlive a failed check
+                log.exception("checking the served version's files failed")
+            if self._stop.wait(self._poll_interval):
+                return
             try:
                 self.refresh()
             except Exception:  # noqa: BLE001 - the watcher must outlive any one bad poll

@@ -57,7 +57,7 @@ def test_first_index_writes_token_vectors_and_maxsim_serves(tmp_path, ws, embedd
     assert report.published
     assert token_files(data) == [True]
     manifest = load_current(data)
-    assert manifest.format_minor == 1
+    assert manifest.format_minor == 2  # 1.2 (checksums); token files are 1.1
     ref = manifest.segments[0]
     arrays = load_token_vectors(data.segment(ref.id), ref.chunks)
     assert arrays is not None and len(arrays.vectors) > 0
@@ -125,7 +125,7 @@ def test_off_by_default_writes_no_token_vectors(tmp_path, ws, embedder):
     run(data, make_config(ws), embedder)
     assert token_files(data) == [False]
     manifest = load_current(data)
-    assert manifest.format_minor == 0
+    assert manifest.format_minor == 2  # every new manifest is 1.2 (checksums)
     assert not any((data.segment(manifest.segments[0].id) / f).exists() for f in TOKEN_FILES)
     snapshot = Snapshot.load(data, embedder=embedder)
     assert resolve_reranker("default", snapshot) is None

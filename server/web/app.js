@@ -409,7 +409,8 @@ function statusWords(h) {
   }
   const refused = h.refused_version;
   if (refused) {
-    out.push(el("p", { class: "error" }, `Version ${refused.version} could not be served (${refused.error}), so an older one is.`));
+    const what = refused.version === null ? "The version CURRENT names" : `Version ${refused.version}`;
+    out.push(el("p", { class: "error" }, `${what} could not be served (${refused.error}), so an older one is.`));
   }
   out.push(sourcesTable(h.sources || {}));
   const run = h.last_ingestion;
