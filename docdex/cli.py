@@ -217,6 +217,7 @@ def _add_index_commands(commands) -> None:
 
 
 def cmd_index(data: DataDir, args) -> int:
+    from docdex.indexer.nospace import NoSpace
     from docdex.indexer.pipeline import IndexingError, index_sources
 
     config = load_config(data)
@@ -232,7 +233,7 @@ def cmd_index(data: DataDir, args) -> int:
                 f"waiting for the running indexer (pid {pid})...", file=sys.stderr
             ),
         )
-    except IndexingError as exc:
+    except (IndexingError, NoSpace) as exc:
         raise CommandError(str(exc)) from None
     if args.json:
         _print_json(report)

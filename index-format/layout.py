@@ -138,13 +138,18 @@ def fsync_tree(path: Path) -> None:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write under a temporary name, fsync, rename over `path`, fsync the directory."""
+    """Write under a temporary name, fsync, rename over `path`, fsync the directory. A
+    write that fails (a full disk) removes its temporary file."""
     tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-    with open(tmp, "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     fsync_dir(path.parent)
 
 

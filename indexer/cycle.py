@@ -20,7 +20,7 @@ from docdex.index_format.config import ConfigError, load_config
 from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.runtime.logs import configure_logging
 
-EXIT_INVALID = 3
+EXIT_FAILED, EXIT_INVALID = 1, 3
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             os.nice(args.nice)
     configure_logging()  # the worker's format and level, from the environment
+    from .nospace import NoSpace
     from .pipeline import IndexingError, index_sources  # after nice: the import is heavy
 
     data = DataDir(args.data)
@@ -38,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     except (IndexingError, ConfigError, IndexFormatError) as exc:
         print(f"docdex cycle: {exc}", file=sys.stderr)
         return EXIT_INVALID
+    except NoSpace as exc:  # worth retrying once there is space again
+        print(f"docdex cycle: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         return 130
     sys.stdout.buffer.write(msgspec.json.encode(report) + b"\n")

@@ -49,7 +49,7 @@ def collect_garbage(data: DataDir, keep: int) -> GcReport:
         freed += path.stat().st_size
         path.unlink()
         deleted += 1
-    for entry in data.versions.glob(".tmp-*"):
+    for entry in [*data.versions.glob(".tmp-*"), *data.root.glob(".tmp-*")]:  # manifest, CURRENT
         freed += _remove(entry)
         deleted += 1
     for folder in (data.segments, data.text, data.pages):

@@ -69,6 +69,7 @@ from .git.history import PageDates
 from .git.repo import default_branch, open_repo, resolve_branch
 from .lock import writer_lock
 from .markdown import page_lead, parse_page
+from .nospace import disk_full_is_an_error
 from .recovery import FullRunBase, drop_versions, full_run_base
 from .refs import FoundRef, RefFamily, discover
 from .remote import local_repository
@@ -205,7 +206,8 @@ def index_sources(
         if base is not None and base.salvaged:
             selected = list(config.sources)  # a salvage leaves nothing of any source behind
         ctx = _context(data, config.settings, full, embedder, worktree, dirty, base)
-        report = _run(ctx, config, selected, started)
+        with disk_full_is_an_error(data, config.settings.keep_versions):
+            report = _run(ctx, config, selected, started)
     _log_run(report)
     return report
 

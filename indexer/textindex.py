@@ -12,6 +12,8 @@ from docdex.index_format.layout import DataDir, publish_dir
 from docdex.index_format.model import ChunkRecord
 from docdex.index_format.text import identifier_terms, text_schema
 
+from .nospace import text_writes
+
 WRITER_HEAP_BYTES = 64_000_000
 _LOCK_PREFIX = ".tantivy-"
 
@@ -66,15 +68,19 @@ class TextIndexBuilder:
         self._index: tantivy.Index | None = None
         self._writer: tantivy.IndexWriter | None = None
 
+    @text_writes
     def delete_page(self, doc_id: str) -> None:
         self._open().delete_documents_by_term("doc_id", doc_id)
 
+    @text_writes
     def delete_source(self, source: str) -> None:
         self._open().delete_documents_by_term("source", source)
 
+    @text_writes
     def add(self, chunk: ChunkRecord, embed_text: str) -> None:
         self._open().add_document(chunk_document(chunk, embed_text))
 
+    @text_writes
     def publish(self) -> None:
         writer = self._open()
         writer.commit()
