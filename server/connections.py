@@ -24,6 +24,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
+import time
 from typing import Any
 
 import h11
@@ -33,6 +35,9 @@ from uvicorn.server import ServerState
 
 from .connection_limits import ConnectionLimits
 
+log = logging.getLogger("docdex.server")
+
+WARN_EVERY_S = 60.0
 REQUEST_TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
@@ -43,17 +48,29 @@ class ConnectionGuard:
         self.limits = limits
         self.open: set[GuardedH11] = set()
         self.waiting: dict[GuardedH11, None] = {}  # insertion order: longest waiting first
-        self.closed_overdue = 0  # header deadline passed
-        self.closed_for_room = 0  # closed to stay within max_connections
+        self.closed_for_room = 0  # since the last warning
+        self.next_warning = 0.0  # monotonic time
 
     def opened(self, conn: GuardedH11) -> None:
         """Count `conn` in, and make room: close the longest-waiting heads (`conn` itself,
         last, when every other connection is answering a request)."""
         self.open.add(conn)
         while len(self.open) > self.limits.max_connections and self.waiting:
-            oldest = next(iter(self.waiting))
+            next(iter(self.waiting)).give_up()
             self.closed_for_room += 1
-            oldest.give_up()
+        if self.closed_for_room and time.monotonic() >= self.next_warning:
+            self._warn()
+
+    def _warn(self) -> None:
+        """One line a minute at most: a flood of slow peers must not flood the log too."""
+        log.warning(
+            "%d connections open (DOCDEX_MAX_CONNECTIONS): closed %d waiting for a request "
+            "head to make room",
+            len(self.open),
+            self.closed_for_room,
+        )
+        self.closed_for_room = 0
+        self.next_warning = time.monotonic() + WARN_EVERY_S
 
     def awaiting_head(self, conn: GuardedH11) -> None:
         self.waiting.pop(conn, None)
@@ -119,14 +136,9 @@ class GuardedH11(H11Protocol):
             self.conn.send(h11.ConnectionClosed())
         self.transport.close()
 
-    def _overdue(self) -> None:
-        self.head_deadline = None
-        self.guard.closed_overdue += 1
-        self.give_up()
-
     def _await_head(self) -> None:
         self._stop_waiting()
-        self.head_deadline = self.loop.call_later(self.guard.limits.header_timeout, self._overdue)
+        self.head_deadline = self.loop.call_later(self.guard.limits.header_timeout, self.give_up)
         self.guard.awaiting_head(self)
 
     def _stop_waiting(self) -> None:

@@ -231,6 +231,7 @@ def test_slow_sockets_past_the_bound_make_room_for_clients(bounded):
         status, body = response(held)
         assert status == 200 and json.loads(body)["result"]["tools"]
         assert sum(not is_closed(sock) for sock in socks) < BOUND
+        assert "waiting for a request head to make room" in bounded.output()  # said once
     finally:
         for sock in [held, *socks]:
             sock.close()
