@@ -4,6 +4,7 @@ at a time follows the checkouts' working trees)."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 from collections.abc import Callable, Iterator
@@ -67,5 +68,7 @@ def _flocked(path: Path) -> Iterator[tuple[int, str | None]]:
 
 
 def _write_pid(fd: int) -> None:
+    """Who holds the lock, for messages only: a full disk does not keep a holder out."""
     os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    with contextlib.suppress(OSError):
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

@@ -97,7 +97,8 @@ def try_lock(data: DataDir) -> int | None:
         os.close(fd)
         return None
     os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    with contextlib.suppress(OSError):  # the pid is for worker_pid only, not worth stopping for
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
 
 
@@ -333,7 +334,8 @@ class Worker:
         report = result.report
         assert report is not None
         embedded = sum(s.chunks_embedded for s in report.sources)
-        write_last_ingestion(
+        _record(
+            write_last_ingestion,
             self.data,
             IngestionMetrics(
                 completed_at=iso_utc(),
@@ -388,9 +390,16 @@ class Worker:
 
 def _failure(data: DataDir, error: str, source: str, duration_s: float | None) -> None:
     duration = None if duration_s is None else round(duration_s, 3)
-    write_last_failure(
-        data, IngestionFailure(failed_at=iso_utc(), error=error, source=source, duration_s=duration)
-    )
+    failure = IngestionFailure(failed_at=iso_utc(), error=error, source=source, duration_s=duration)
+    _record(write_last_failure, data, failure)
+
+
+def _record(write, data: DataDir, outcome: msgspec.Struct) -> None:
+    """Metrics for /health: a full disk loses them (logged), never the worker or a request."""
+    try:
+        write(data, outcome)
+    except OSError as exc:
+        log.error("could not record the cycle's outcome in %s: %s", data.state, exc)
 
 
 # --- entry points --------------------------------------------------------------------------

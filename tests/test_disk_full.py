@@ -1,6 +1,7 @@
 """A full disk while indexing (issue 16): on a tmpfs shrunk to leave less room than a run
 needs, every run fails with one clear sentence, CURRENT stays where it was, the run leaves
-no file behind, and once there is room again the next run publishes."""
+no file behind, the worker keeps the request (and runs on), and once there is room again
+the next run publishes."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from docdex.index_format.config import load_config
 from docdex.index_format.layout import DataDir
+from docdex.index_format.queue import file_request, pending_requests
 from docdex.index_format.store import current_version, list_versions
 from docdex.indexer.nospace import NoSpace
 from docdex.indexer.pipeline import index_sources
@@ -107,3 +109,26 @@ def test_docdex_index_says_so_in_one_line(tmp_path, mnt, embedder):
     again = subprocess.run(command, capture_output=True, text=True, check=False)
     assert again.returncode == 0, again.stderr
     assert current_version(data) == 2
+
+
+def test_the_worker_keeps_the_request_until_there_is_room(tmp_path, mnt, embedder):
+    ws = build_workspace(tmp_path / "repo")
+    data = DataDir(mnt / "data")
+    index_workspace(data, ws, embedder)
+    ws.move("faq.md", "help/faq.md")
+    ws.commit_and_push("move the faq")
+    file_request(data, "docs", origin="hook")
+    resize(mnt, 0)  # not even room for the lock's pid or the failure record
+    command = [sys.executable, "-m", "docdex.cli", "--data", str(data.root), "worker", "--once"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "no space left on the device" in done.stderr
+    assert len(pending_requests(data)) == 1  # kept for the next try
+    assert current_version(data) == 1
+    assert leftovers(data) == []
+
+    resize(mnt, ROOM // 2)
+    again = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert again.returncode == 0, again.stderr
+    assert current_version(data) == 2
+    assert pending_requests(data) == []
