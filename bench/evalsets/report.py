@@ -19,9 +19,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.evalsets.check import HERE, SETS
+from bench.evalsets.check import HERE, SETS, expected_split
 
-COLUMNS = ["set", "split", "n", "R@3", "R@10", "MRR@10", "sec R@3", "flagged"]
+# The dense-friendly set is the shipped graded file; its split is the same line rule.
+SHARED = {"msmarco-5k.queries.jsonl": "msmarco"}
+COLUMNS = ["set", "split", "n", "R@3", "R@10", "MRR@10", "sec R@3", "nDCG@10", "flagged"]
 
 
 def parse_index(values: list[str]) -> dict[str, tuple[str, str]]:
@@ -52,6 +54,14 @@ def score(rows: list[dict], data: str, source: str, extra: list[str]) -> dict:
     return json.loads(done.stdout)
 
 
+def read_rows(path: Path) -> list[dict]:
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [json.loads(line) for line in lines]
+    for number, row in enumerate(rows, start=1):
+        row.setdefault("split", expected_split(number))
+    return rows
+
+
 def groups(name: str, rows: list[dict]) -> list[tuple[str, list[dict]]]:
     out = []
     for split in ("dev", "heldout"):
@@ -66,8 +76,8 @@ def groups(name: str, rows: list[dict]) -> list[tuple[str, list[dict]]]:
 def row_of(name: str, label: str, report: dict) -> list[str]:
     cls = report["classes"][0]
     if cls["class"] == "unanswerable":
-        return [name, label, str(cls["queries"]), "", "", "", "", pct(cls["flagged"])]
-    section = cls["section_recall_at_k"]
+        return [name, label, str(cls["queries"]), "", "", "", "", "", pct(cls["flagged"])]
+    section, ndcg = cls["section_recall_at_k"], cls["ndcg_at_10"]
     return [
         name,
         label,
@@ -76,6 +86,7 @@ def row_of(name: str, label: str, report: dict) -> list[str]:
         f"{cls['recall_at_10']:.3f}",
         f"{cls['mrr_at_10']:.3f}",
         "" if section is None else f"{section:.3f}",
+        "" if ndcg is None else f"{ndcg:.3f}",
         pct(cls["flagged"]),
     ]
 
@@ -94,12 +105,15 @@ def main(argv: list[str] | None = None) -> int:
     extra = [f"--{o}={v}" for o, v in (("reranker", args.reranker), ("fusion", args.fusion)) if v]
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
-    for name, corpus in SETS.items():
-        path = HERE / name
+    from bench.common import EVAL
+
+    files = [(HERE / n, c) for n, c in SETS.items()] + [(EVAL / n, c) for n, c in SHARED.items()]
+    for path, corpus in files:
+        name = path.name
         if corpus not in indexes or not path.exists():
             continue
         data, source = indexes[corpus]
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        rows = read_rows(path)
         for label, part in groups(name, rows):
             cells = row_of(name.removesuffix(".jsonl"), label, score(part, data, source, extra))
             print("| " + " | ".join(cells) + " |", flush=True)
