@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from docdex.index_format.layout import DataDir
+from docdex.index_format.queue import file_request, pending_requests
 from docdex.index_format.store import current_version, list_versions
 from docdex.serverproc import ServeProcess
 
@@ -41,6 +42,10 @@ STAGES = {  # stage -> the publish that ends it (stopper.REPLACE_POINTS's folder
     "CURRENT": "CURRENT",
 }
 PAGE = 4096
+WHAT = {
+    "CURRENT": "ENOSPC while writing CURRENT",
+    "worker": "ENOSPC with no room at all, under `docdex worker` (hook request)",
+}
 
 
 @dataclass
@@ -62,7 +67,9 @@ def run(quick: bool, work: Path) -> list[Row]:
         with ServeProcess(scenario.data.root, work / "serve.log") as server:
             server.wait_serving(180)
             with QueryLoad(server, rate=10) as load:
-                attempts = [scenario.attempt(s) for _ in range(rounds) for s in STAGES]
+                stages = [s for s in STAGES if not quick or s != "CURRENT"]
+                attempts = [scenario.attempt(s) for _ in range(rounds) for s in stages]
+                attempts += [scenario.worker_attempt() for _ in range(rounds)]
                 load.stop()
     return _rows(attempts, load)
 
@@ -139,6 +146,35 @@ class DiskFull:
             say(f"[chaos disk-full] {stage}: {attempt.problems}")
         return attempt
 
+    def worker_attempt(self) -> Attempt:
+        """No room at all, under the worker: it must keep the request and run the next try."""
+        self.push()
+        file_request(self.data, "docs", origin="hook")
+        before = current_version(self.data)
+        attempt = Attempt("worker", 0, hit="worker")
+        resize(self.mnt, _used(self.mnt))
+        try:
+            done = docdex_cli(self.data, "worker", "--once")
+        finally:
+            resize(self.mnt, ROOM)
+        attempt.error = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
+        problems = []
+        if "Traceback" in done.stderr or "no space left" not in done.stderr:
+            problems.append(f"worker stderr: {done.stderr[-200:]!r}")
+        if len(pending_requests(self.data)) != 1:
+            problems.append("the request left the queue")
+        if current_version(self.data) != before:
+            problems.append("CURRENT moved")
+        problems += _debris(self.data)
+        again = docdex_cli(self.data, "worker", "--once")
+        if again.returncode != 0 or current_version(self.data) == before:
+            problems.append(f"the next try did not publish: {again.stderr[-200:]}")
+        if pending_requests(self.data):
+            problems.append("a request stayed queued after the next try")
+        attempt.failed_cleanly = not problems
+        attempt.problems = "; ".join(problems)
+        return attempt
+
 
 def traced_index(data: DataDir) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "bench.chaos.stopper", "trace", "0", "--", "cli"]
@@ -205,7 +241,7 @@ def _debris(data: DataDir) -> list[str]:
 
 def _rows(attempts: list[Attempt], load: QueryLoad) -> list[Row]:
     rows = []
-    for stage in STAGES:
+    for stage in [*STAGES, "worker"]:
         mine = [a for a in attempts if a.hit == stage]
         if not mine:
             continue
@@ -213,7 +249,7 @@ def _rows(attempts: list[Attempt], load: QueryLoad) -> list[Row]:
         rows.append(
             Row(
                 "disk-full",
-                f"ENOSPC while writing the {stage}",
+                WHAT.get(stage, f"ENOSPC while writing the {stage}"),
                 len(mine),
                 sum(not a.failed_cleanly for a in mine),
                 figures={
