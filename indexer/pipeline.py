@@ -132,6 +132,8 @@ class RunContext:
     dirty: Dirty | None = None  # per source, paths to look at (None: all)
     damaged_segments: frozenset[str] = frozenset()  # segments whose vectors are not copied
     damaged_versions: tuple[int, ...] = ()  # dropped once this run has published
+    salvaged: bool = False  # started from a damaged version: every source is read again
+    salvaged_vectors: dict[str, ChunkRef] = field(default_factory=dict)  # its intact chunks
 
     def dirty_paths(self, source: str) -> set[str] | None:
         return None if self.dirty is None else self.dirty.get(source, set())
@@ -153,6 +155,7 @@ class RunState:
     reports: list[SourceReport] = field(default_factory=list)
     removed_sources: list[str] = field(default_factory=list)
     compacted: bool = False
+    salvaged: bool = False  # nothing of the old segments stays live (recovery.py)
 
 
 @dataclass
@@ -243,6 +246,8 @@ def _context(
         dirty=dirty,
         damaged_segments=base.damaged_segments if base else frozenset(),
         damaged_versions=tuple(base.damaged_versions) if base else (),
+        salvaged=base.salvaged if base else False,
+        salvaged_vectors=base.vectors if base else {},
     )
 
 
@@ -292,7 +297,7 @@ def _start(ctx: RunContext) -> RunState:
     text = TextIndexBuilder(
         ctx.data, version_name(ctx.version), previous.text_index if previous else None
     )
-    reusable: dict[str, ChunkRef] = {}
+    reusable: dict[str, ChunkRef] = dict(ctx.salvaged_vectors)
     stream = SegmentStream(
         ctx.data,
         ctx.version,
@@ -310,6 +315,7 @@ def _start(ctx: RunContext) -> RunState:
         tombstones={s.id: set(s.tombstones) for s in previous.segments} if previous else {},
         reusable=reusable,
         states=dict(previous.sources) if previous else {},
+        salvaged=ctx.salvaged,
     )
 
 
@@ -376,6 +382,11 @@ def _source_run(
 def _fail(run: RunState, src: SourceRun, exc: Exception) -> None:
     if src.key in run.kept_pages:
         raise exc  # half applied (old pages removed, new ones streamed): publish nothing
+    if run.salvaged and src.previous and src.previous.chunks:
+        raise IndexingError(  # its old pages name chunks the salvage left behind
+            f"{src.key}: {exc}; the run starts from a damaged version and must read every "
+            "source again: fix or remove it (the last good version keeps serving)"
+        ) from exc
     src.report.status = "failed"
     src.report.error = str(exc)
     run.states[src.key] = _failed_state(src, str(exc))

@@ -6,7 +6,8 @@ tables (old pages, dates, lent vectors). A full run checks every version on disk
 (index-format/verify.py). When the current version is intact it starts from it as always.
 When it is not, the run starts from a salvage of it: no old segment stays live and the text
 index starts empty (every source is read again anyway), damaged page tables are left out,
-and segments with a damaged file lend no vectors (their texts are embedded again). Once
+and the vectors to reuse come from the chunk records of the segments with no damaged file
+(a damaged segment's texts are embedded again, a damaged page table costs nothing). Once
 the run has published, the damaged versions' manifests are deleted, so that garbage
 collection takes their files and `docdex verify` passes again.
 """
@@ -19,8 +20,8 @@ from dataclasses import dataclass, field
 import msgspec
 
 from docdex.index_format.layout import DataDir, IndexFormatError
-from docdex.index_format.model import Manifest
-from docdex.index_format.store import load_manifest
+from docdex.index_format.model import ChunkRef, Manifest
+from docdex.index_format.store import load_manifest, load_segment
 from docdex.index_format.verify import VersionReport, damaged_segments, describe, verify_data
 
 log = logging.getLogger("docdex.pipeline")
@@ -32,6 +33,7 @@ class FullRunBase:
     salvaged: bool = False  # the current version was damaged: every source is read again
     damaged_segments: frozenset[str] = frozenset()  # lend no vectors
     damaged_versions: list[int] = field(default_factory=list)  # dropped once the run published
+    vectors: dict[str, ChunkRef] = field(default_factory=dict)  # reusable, by content hash
 
 
 def full_run_base(data: DataDir) -> FullRunBase:
@@ -50,11 +52,13 @@ def full_run_base(data: DataDir) -> FullRunBase:
     if start is None:
         return FullRunBase(None, salvaged=True, damaged_versions=dropped)
     manifest, problems = start
+    damaged_ids = frozenset(damaged_segments(problems.problems))
     return FullRunBase(
         _salvage(manifest, problems),
         salvaged=True,
-        damaged_segments=frozenset(damaged_segments(problems.problems)),
+        damaged_segments=damaged_ids,
         damaged_versions=dropped,
+        vectors=_intact_vectors(data, manifest, damaged_ids),
     )
 
 
@@ -84,6 +88,20 @@ def _salvage(manifest: Manifest, report: VersionReport) -> Manifest:
         for key, state in manifest.sources.items()
     }
     return msgspec.structs.replace(manifest, segments=[], text_index="", sources=sources)
+
+
+def _intact_vectors(
+    data: DataDir, manifest: Manifest, damaged: frozenset[str]
+) -> dict[str, ChunkRef]:
+    """Where the chunks of the intact segments are, by content hash: what the run may copy."""
+    out: dict[str, ChunkRef] = {}
+    for ref in manifest.segments:
+        if ref.id in damaged:
+            continue
+        for index, chunk in enumerate(load_segment(data, ref.id, manifest.embedder.dim).chunks):
+            location = (ref.id, index, chunk.window_start, chunk.window_count)
+            out.setdefault(chunk.content_hash, ChunkRef(*location, chunk.content_hash))
+    return out
 
 
 def drop_versions(data: DataDir, versions: list[int]) -> None:

@@ -20,18 +20,19 @@ import numpy as np
 import pytest
 
 from docdex import cli
-from docdex.index_format.config import load_config
+from docdex.index_format.config import Config, load_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.model import Manifest
 from docdex.index_format.store import (
     VECTORS_FILE,
+    current_version,
     load_manifest,
     load_segment,
     point_current,
     write_atomic,
 )
 from docdex.index_format.verify import OLD_FORMAT_NOTE
-from docdex.indexer.pipeline import index_sources
+from docdex.indexer.pipeline import IndexingError, index_sources
 from docdex.server import versions
 from docdex.server.boot import Boot, open_docs
 from docdex.serverproc import ServeProcess
@@ -154,6 +155,8 @@ def test_damage_is_found_refused_reported_and_repaired(data, kind, how, embedder
 
         report = index_sources(data, load_config(data), full=True, embedder=embedder)
         assert report.published and report.version == 3
+        if kind in ("tantivy", "pages", "CURRENT"):  # every segment intact: nothing embedded
+            assert report.windows_embedded == 0
         code, report = verify_cli(data, capsys)
         assert code == 0 and report["ok"] and report["current"] == 3
         recovered = live_vectors(data, load_manifest(data, 3))
@@ -207,6 +210,17 @@ def test_big_files_checked_after_a_cold_start_swap_away_when_damaged(data, embed
         assert VECTORS_FILE in docs.health()[1]["refused_version"]["error"]
     finally:
         docs.holder.stop()
+
+
+def test_a_repair_whose_source_fails_publishes_nothing(data, embedder):
+    """From a damaged version a full run keeps no old chunk live: a source it cannot read
+    would lose its pages, so the run publishes nothing (and says why)."""
+    damage(data.root / own_file(data, "vectors"), "flip")
+    config = load_config(data)
+    gone = msgspec.structs.replace(config.sources[0], location=str(data.root / "no-such.git"))
+    with pytest.raises(IndexingError, match="damaged version"):
+        index_sources(data, Config(settings=config.settings, sources=[gone]), full=True)
+    assert current_version(data) == 2 and data.manifest(2).exists()
 
 
 # --- older data directories ------------------------------------------------------------------
