@@ -33,6 +33,9 @@ BENCHMARKS: dict[str, Callable[[], list[Figure]]] = {
     "answers": _lazy("answers", "bench_answers"),
     "web": _lazy("web", "bench_web_keystroke"),
     "refs": _lazy("refs", "bench_refs"),
+    "scale": _lazy("scale", "bench_scale"),
+    "scale-quick": _lazy("scale", "bench_scale_quick"),
+    "replicas": _lazy("replicas", "bench_replicas"),
 }
 SETS = {
     "quick": ["index-apm", "queries", "hooks", "watch"],
@@ -46,6 +49,8 @@ SETS = {
         "hooks-rustc",
         "refs",
         "watch",
+        "replicas",
+        "scale",
     ],
 }
 
