@@ -47,6 +47,11 @@ def resize(mnt: Path, free: int) -> None:
     subprocess.run(["mount", "-o", f"remount,size={max(size, 4096)}", str(mnt)], check=True)
 
 
+def docdex(data: DataDir, *args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "docdex.cli", "--data", str(data.root), *args]
+    return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
 def leftovers(data: DataDir) -> list[str]:
     tmp = [
         p.name
@@ -97,8 +102,7 @@ def test_docdex_index_says_so_in_one_line(tmp_path, mnt, embedder):
     ws.move("reference", "api")
     ws.commit_and_push("move the reference")
     resize(mnt, 0)
-    command = [sys.executable, "-m", "docdex.cli", "--data", str(data.root), "index"]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = docdex(data, "index")
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1, done.stderr  # one line, no traceback
     assert done.stderr.startswith("docdex: error: no space left on the device of ")
@@ -106,7 +110,7 @@ def test_docdex_index_says_so_in_one_line(tmp_path, mnt, embedder):
     assert leftovers(data) == []
 
     resize(mnt, ROOM // 2)
-    again = subprocess.run(command, capture_output=True, text=True, check=False)
+    again = docdex(data, "index")
     assert again.returncode == 0, again.stderr
     assert current_version(data) == 2
 
@@ -119,8 +123,7 @@ def test_the_worker_keeps_the_request_until_there_is_room(tmp_path, mnt, embedde
     ws.commit_and_push("move the faq")
     file_request(data, "docs", origin="hook")
     resize(mnt, 0)  # not even room for the lock's pid or the failure record
-    command = [sys.executable, "-m", "docdex.cli", "--data", str(data.root), "worker", "--once"]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = docdex(data, "worker", "--once")
     assert "Traceback" not in done.stderr, done.stderr
     assert "no space left on the device" in done.stderr
     assert len(pending_requests(data)) == 1  # kept for the next try
@@ -128,7 +131,7 @@ def test_the_worker_keeps_the_request_until_there_is_room(tmp_path, mnt, embedde
     assert leftovers(data) == []
 
     resize(mnt, ROOM // 2)
-    again = subprocess.run(command, capture_output=True, text=True, check=False)
+    again = docdex(data, "worker", "--once")
     assert again.returncode == 0, again.stderr
     assert current_version(data) == 2
     assert pending_requests(data) == []

@@ -25,8 +25,8 @@ from docdex.index_format.queue import pending_requests
 from docdex.index_format.store import load_current
 from docdex.indexer.worker import worker_pid
 
-from ..common import GIT_ENV, bench_git, git, say, work_repo
-from .harness import References, docdex_cli, docs_corpus, index_content, index_differences
+from ..common import GIT_ENV, bench_git, git, say
+from .harness import References, hook_installed, index_content, index_differences, pushed_docs
 from .rows import Row
 
 CLONES = 4
@@ -92,13 +92,9 @@ class Clone:
 
 def run(quick: bool, work: Path) -> list[Row]:
     total = 20 if quick else 100
-    first = work_repo(work / "seed", docs_corpus(15_000))
-    bare = first.parent / "origin.git"
-    bench_git(first, "push", "-q", "origin", "main")
+    _first, bare = pushed_docs(work / "seed", 15_000)
     data = DataDir(work / "data")
-    installed = docdex_cli(data, "hook", "install", str(bare), "--source", "docs")
-    if installed.returncode != 0:
-        raise RuntimeError(f"docdex hook install failed: {installed.stderr.strip()}")
+    hook_installed(data, bare)
     clones = [Clone(bare, work / f"clone-{k}", k, seed=k) for k in range(CLONES)]
     share = total // CLONES
     threads = [

@@ -28,13 +28,13 @@ from docdex.index_format.layout import DataDir
 from docdex.index_format.store import current_version
 from docdex.serverproc import ServeProcess
 
-from ..common import bench_git, git, median, say, work_repo
+from ..common import bench_git, git, median, say
 from .harness import (
     QueryLoad,
     References,
-    docs_corpus,
     index_content,
     index_differences,
+    pushed_docs,
     verify_problems,
     write_config,
 )
@@ -88,9 +88,7 @@ class Campaign:
     def __init__(self, work: Path, quick: bool) -> None:
         self.work, self.quick = work, quick
         self.rng = random.Random(16)
-        self.clone = work_repo(work / "repo", docs_corpus(CORPUS_BYTES))
-        self.bare = self.clone.parent / "origin.git"
-        bench_git(self.clone, "push", "-q", "origin", "main")
+        self.clone, self.bare = pushed_docs(work / "repo", CORPUS_BYTES)
         self.data = DataDir(work / "data")
         write_config(self.data, {"docs": self.bare}, **SETTINGS)
         self.references = References(work, self.bare, SETTINGS)
@@ -266,23 +264,18 @@ def _rows(campaign: Campaign, tallies: dict, load: QueryLoad) -> list[Row]:
             )
         )
     served_bad = len(load.versions & campaign.unverified)
+    notes = [campaign.cut] * bool(campaign.cut)
+    notes += ["docdex verify is not in this checkout: nothing verified"] * (not verifier)
     rows.append(
-        Row(
+        load.row(
             "crash",
-            "queries during all of the above (10/s, /api/search)",
-            load.requests,
-            len(load.failures) + served_bad,
-            figures={
-                "failed requests": len(load.failures),
+            lost=served_bad,
+            notes="; ".join(notes),
+            **{
                 "versions served": len(load.versions),
                 "served versions failing verify": served_bad,
                 "versions verified": len(campaign.checked),
-                "p99 ms": load.p99_ms(),
             },
-            notes="; ".join(
-                [campaign.cut] * bool(campaign.cut)
-                + ["docdex verify is not in this checkout: nothing verified"] * (not verifier)
-            ),
         )
     )
     return rows

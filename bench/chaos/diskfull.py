@@ -28,8 +28,8 @@ from docdex.index_format.queue import file_request, pending_requests
 from docdex.index_format.store import current_version, list_versions
 from docdex.serverproc import ServeProcess
 
-from ..common import bench_git, say, work_repo
-from .harness import QueryLoad, docdex_cli, docs_corpus, verify_problems, write_config
+from ..common import bench_git, say
+from .harness import QueryLoad, docdex_cli, pushed_docs, verify_problems, write_config
 from .rows import Row
 from .stopper import TRACE
 
@@ -76,11 +76,10 @@ def run(quick: bool, work: Path) -> list[Row]:
 
 class DiskFull:
     def __init__(self, work: Path, mnt: Path, scratch: Path) -> None:
-        self.clone = work_repo(work / "repo", docs_corpus(30_000))
-        bench_git(self.clone, "push", "-q", "origin", "main")
+        self.clone, bare = pushed_docs(work / "repo", 30_000)
         self.mnt, self.scratch = mnt, scratch
         self.data = DataDir(mnt / "data")
-        write_config(self.data, {"docs": self.clone.parent / "origin.git"})
+        write_config(self.data, {"docs": bare})
         say("[chaos disk-full] first index ...")
         _check(docdex_cli(self.data, "index"))
         self.moves = 0
@@ -260,13 +259,5 @@ def _rows(attempts: list[Attempt], load: QueryLoad) -> list[Row]:
                 + (f" (aimed at {', '.join(aimed)})" if aimed else ""),
             )
         )
-    rows.append(
-        Row(
-            "disk-full",
-            "queries during all of the above (10/s, /api/search)",
-            load.requests,
-            len(load.failures),
-            figures={"failed requests": len(load.failures), "p99 ms": load.p99_ms()},
-        )
-    )
+    rows.append(load.row("disk-full"))
     return rows

@@ -20,7 +20,8 @@ from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.index_format.store import load_current, load_pages, load_segment
 from docdex.serverproc import ServeProcess
 
-from ..common import percentile
+from ..common import bench_git, percentile, work_repo
+from .rows import Row
 
 QUERIES = [
     "how is a version published atomically",
@@ -46,6 +47,21 @@ def docs_corpus(max_bytes: int, max_file_bytes: int = 24_000) -> dict[str, bytes
         out[path] = content
         total += len(content)
     return out
+
+
+def pushed_docs(where: Path, corpus_bytes: int) -> tuple[Path, Path]:
+    """(clone, bare): a bare repository (where/origin.git) whose first push holds
+    docs_corpus(corpus_bytes), and the clone it came from."""
+    clone = work_repo(where, docs_corpus(corpus_bytes))
+    bench_git(clone, "push", "-q", "origin", "main")
+    return clone, where / "origin.git"
+
+
+def hook_installed(data: DataDir, bare: Path) -> None:
+    """`docdex hook install BARE --source docs`: pushes to `bare` are indexed into `data`."""
+    done = docdex_cli(data, "hook", "install", str(bare), "--source", "docs")
+    if done.returncode != 0:
+        raise RuntimeError(f"docdex hook install failed: {done.stderr.strip()}")
 
 
 def write_config(data: DataDir, sources: dict[str, Path], **settings) -> Config:
@@ -216,6 +232,18 @@ class QueryLoad:
 
     def p99_ms(self) -> float:
         return round(percentile([s for _t, s in self.samples], 0.99) * 1000, 1)
+
+    def row(self, scenario: str, lost: int = 0, notes: str = "", **figures: float) -> Row:
+        """The row of this client's requests: failed ones (and `lost`) count as lost."""
+        rate = round(1 / self.period)
+        return Row(
+            scenario,
+            f"queries during all of the above ({rate}/s, /api/search)",
+            self.requests,
+            len(self.failures) + lost,
+            figures={"failed requests": len(self.failures), **figures, "p99 ms": self.p99_ms()},
+            notes=notes,
+        )
 
 
 # --- indexes built from scratch, to compare with ----------------------------------------------

@@ -19,8 +19,8 @@ from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current
 from docdex.serverproc import ServeProcess
 
-from ..common import bench_git, git, percentile, say, work_repo
-from .harness import QueryLoad, docdex_cli, docs_corpus
+from ..common import bench_git, git, percentile, say
+from .harness import QueryLoad, docdex_cli, hook_installed, pushed_docs
 from .rows import Row
 
 RATE = 20.0  # requests per second
@@ -52,13 +52,9 @@ def usage(pid: int, data: DataDir) -> Usage:
 def run(quick: bool, work: Path) -> list[Row]:
     duration = 60.0 if quick else 1800.0
     warm_up = 15.0 if quick else 120.0
-    clone = work_repo(work / "repo", docs_corpus(30_000))
-    bare = clone.parent / "origin.git"
-    bench_git(clone, "push", "-q", "origin", "main")
+    clone, bare = pushed_docs(work / "repo", 30_000)
     data = DataDir(work / "data")
-    installed = docdex_cli(data, "hook", "install", str(bare), "--source", "docs")
-    if installed.returncode != 0:
-        raise RuntimeError(f"docdex hook install failed: {installed.stderr.strip()}")
+    hook_installed(data, bare)
     say("[chaos soak] first index ...")
     docdex_cli(data, "index")
     pushes = 0
