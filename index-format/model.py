@@ -237,6 +237,7 @@ class Manifest(msgspec.Struct, frozen=True):
     sources: dict[str, SourceState]
     chunks: int  # live chunks over all segments
     windows: int  # live windows
+    text_analysis: int = 1  # the analysis text_index was built with (text.py; absent: 1)
     text_files: list[FileSum] = []  # every file of text/<text_index> ([]: before format 1.2)
     # sha256 of this manifest's JSON with this field empty (store.encode_manifest); last,
     # so that a newer minor's fields are covered too

@@ -74,7 +74,7 @@ from .recovery import FullRunBase, drop_versions, full_run_base
 from .refs import FoundRef, RefFamily, discover
 from .remote import local_repository
 from .segmentstream import PendingChunk, PendingPage, SegmentStream
-from .textindex import TextIndexBuilder
+from .textindex import TextIndexBuilder, reusable_text_index, text_outdated
 
 log = logging.getLogger("docdex.pipeline")
 
@@ -134,6 +134,11 @@ class RunContext:
     damaged_versions: tuple[int, ...] = ()  # dropped once this run has published
     salvaged: bool = False  # started from a damaged version: every source is read again
     salvaged_vectors: dict[str, ChunkRef] = field(default_factory=dict)  # its intact chunks
+
+    @property
+    def text_outdated(self) -> bool:
+        """The previous text index is of an older analysis: rebuilt from every source."""
+        return text_outdated(self.previous)
 
     def dirty_paths(self, source: str) -> set[str] | None:
         return None if self.dirty is None else self.dirty.get(source, set())
@@ -209,6 +214,8 @@ def index_sources(
         if base is not None and base.salvaged:
             selected = list(config.sources)  # a salvage leaves nothing of any source behind
         ctx = _context(data, config.settings, full, embedder, worktree, dirty, base)
+        if ctx.text_outdated:
+            selected = list(config.sources)
         with disk_full_is_an_error(data, config.settings.keep_versions):
             report = _run(ctx, config, selected, started)
     _log_run(report)
@@ -241,7 +248,10 @@ def _context(
         if embedder
         else model_info(settings.window_tokens, settings.window_overlap),
         load_embedder=_embedder_loader(settings, embedder),
-        rebuild=full or previous is None or previous.chunker != settings.chunker(),
+        rebuild=full
+        or previous is None
+        or previous.chunker != settings.chunker()
+        or text_outdated(previous),
         worktree=worktree,
         dirty=dirty,
         damaged_segments=base.damaged_segments if base else frozenset(),
@@ -294,9 +304,7 @@ def _run(
 
 def _start(ctx: RunContext) -> RunState:
     previous = ctx.previous
-    text = TextIndexBuilder(
-        ctx.data, version_name(ctx.version), previous.text_index if previous else None
-    )
+    text = TextIndexBuilder(ctx.data, version_name(ctx.version), reusable_text_index(previous))
     reusable: dict[str, ChunkRef] = dict(ctx.salvaged_vectors)
     stream = SegmentStream(
         ctx.data,
@@ -386,6 +394,11 @@ def _fail(run: RunState, src: SourceRun, exc: Exception) -> None:
         raise IndexingError(  # its old pages name chunks the salvage left behind
             f"{src.key}: {exc}; the run starts from a damaged version and must read every "
             "source again: fix or remove it (the last good version keeps serving)"
+        ) from exc
+    if run.text.previous is None and src.previous and src.previous.chunks:
+        raise IndexingError(  # its pages would be missing from the rebuilt text index
+            f"{src.key}: {exc}; the text index is being rebuilt for a new analysis, which "
+            "needs every source: fix or remove it (the last version keeps serving)"
         ) from exc
     src.report.status = "failed"
     src.report.error = str(exc)
@@ -694,6 +707,7 @@ def _publish(ctx: RunContext, run: RunState) -> Manifest:
         embedder=ctx.model,
         chunker=ctx.settings.chunker(),
         text_index=run.text.name,
+        text_analysis=run.text.analysis.version,
         segments=segments,
         sources=states,
         chunks=sum(s.chunks - len(s.tombstones) for s in segments),

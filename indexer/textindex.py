@@ -9,8 +9,13 @@ from pathlib import Path
 import tantivy
 
 from docdex.index_format.layout import DataDir, publish_dir
-from docdex.index_format.model import ChunkRecord
-from docdex.index_format.text import identifier_terms, text_schema
+from docdex.index_format.model import ChunkRecord, Manifest
+from docdex.index_format.text import (
+    CJK_FIELD,
+    TextAnalysis,
+    identifier_terms,
+    text_analysis,
+)
 
 from .nospace import text_writes
 
@@ -32,21 +37,39 @@ def link_or_copy_tree(src: Path, dst: Path) -> None:
             shutil.copy2(entry.path, target)
 
 
-def chunk_document(chunk: ChunkRecord, embed_text: str) -> tantivy.Document:
+def chunk_document(
+    chunk: ChunkRecord, embed_text: str, analysis: TextAnalysis | None = None
+) -> tantivy.Document:
+    analysis = analysis or text_analysis()
     doc = tantivy.Document()
     doc.add_text("chunk_id", chunk.chunk_id)
     doc.add_text("doc_id", chunk.doc_id)
     doc.add_text("source", chunk.source)
     doc.add_text("path", chunk.path)
-    doc.add_text("title", chunk.title)
-    doc.add_text("headings", " ".join(chunk.headings[1:]))
-    doc.add_text("body", embed_text)
+    texts = {"title": chunk.title, "headings": " ".join(chunk.headings[1:]), "body": embed_text}
+    for field, text in texts.items():
+        doc.add_text(field, analysis.prepare(text))
+    for value in analysis.cjk_values("\n".join(texts.values())):
+        doc.add_text(CJK_FIELD, value)
     # Identifiers come from the raw text (markup included), except in MDX, where the raw
     # text's imports and JSX tags are code no reader sees (adr/0018).
     raw = embed_text if chunk.path.lower().endswith(".mdx") else chunk.text
     for term in identifier_terms(raw):
         doc.add_text("ident", term)
     return doc
+
+
+def text_outdated(previous: Manifest | None) -> bool:
+    """`previous` has a text index of another analysis than this code's."""
+    return previous is not None and previous.text_analysis != text_analysis().version
+
+
+def reusable_text_index(previous: Manifest | None) -> str | None:
+    """The text index a run starts from: the previous version's, unless another analysis
+    built it (then the run starts from an empty one and reads every file again)."""
+    if previous is None or text_outdated(previous):
+        return None
+    return previous.text_index
 
 
 class TextIndexBuilder:
@@ -61,9 +84,12 @@ class TextIndexBuilder:
     it parses any of its files)."""
 
     def __init__(self, data: DataDir, name: str, previous: str | None) -> None:
+        """`previous`: the text index to start from (None: an empty one), built with this
+        code's analysis (a run rebuilds the text index of an older analysis from empty)."""
         self.data = data
         self.name = name
         self.previous = previous
+        self.analysis = text_analysis()
         self.tmp = data.text / f".tmp-{name}"
         self._index: tantivy.Index | None = None
         self._writer: tantivy.IndexWriter | None = None
@@ -78,7 +104,7 @@ class TextIndexBuilder:
 
     @text_writes
     def add(self, chunk: ChunkRecord, embed_text: str) -> None:
-        self._open().add_document(chunk_document(chunk, embed_text))
+        self._open().add_document(chunk_document(chunk, embed_text, self.analysis))
 
     @text_writes
     def publish(self) -> None:
@@ -105,8 +131,9 @@ class TextIndexBuilder:
             else:
                 self.tmp.mkdir(parents=True)
             self._index = tantivy.Index(
-                text_schema(), path=str(self.tmp), reuse=bool(self.previous)
+                self.analysis.schema(), path=str(self.tmp), reuse=bool(self.previous)
             )
+            self.analysis.register(self._index)
             self._writer = self._index.writer(WRITER_HEAP_BYTES, 1)
         return self._writer
 

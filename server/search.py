@@ -15,14 +15,22 @@ import math
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import msgspec
 import numpy as np
 import tantivy
 
 from docdex.index_format.model import ServedPage
-from docdex.index_format.text import IDENT_FIELD, analyze, identifier_terms, text_schema
+from docdex.index_format.text import (
+    CJK_FIELD,
+    IDENT_FIELD,
+    TEXT_FIELDS,
+    TextAnalysis,
+    identifier_terms,
+    text_analysis,
+    text_schema,
+)
 from docdex.model.late_interaction import encode_query
 
 from .candidates import Candidate
@@ -42,6 +50,10 @@ EXACT_DENSE_MAX_ROWS = 4096  # at or below this many allowed rows, dense search 
 # and the identifier field's boost, the largest single gain on identifiers (adr/0004).
 FIELD_BOOSTS = {"title": 1.5, "headings": 2.0, "body": 1.0}
 IDENT_BOOST = 4.0
+CJK_BOOST = 1.0  # the character pairs of Chinese, Japanese and Korean runs (adr/0022)
+SUBSTRING_BOOST = 4.0  # an identifier term containing a literal of the query (adr/0022)
+MAX_CONTAINING = 200  # such terms per literal
+LITERAL_SINGLE_TOKEN = True  # a one-token query is a literal (adr/0022)
 
 
 class Hit(msgspec.Struct):
@@ -88,9 +100,12 @@ LEXICAL_WEIGHTS = FusionWeights(lexical=1.0, dense=0.5)
 HEADING_WEIGHT = 0.3  # weight of the query/section-heading overlap
 LITERAL_BONUS = 0.5  # when the chunk's raw text contains the query's identifiers
 RERANK_DEPTH = 30
-# low_confidence: best cosine below WEAK_DENSE and no lexical match as strong as WEAK_LEXICAL
+# low_confidence: a share of the query (IDF-weighted) at least ABSENT_SHARE in terms the
+# index never contains, or the best cosine below WEAK_DENSE and no lexical match as strong as
+# WEAK_LEXICAL (docs/retrieval.md, "Saying no answer")
+ABSENT_SHARE = 0.2
 WEAK_DENSE = 0.35
-WEAK_LEXICAL = 0.6
+WEAK_LEXICAL = 0.5
 FUSIONS = ("weighted", "rrf")  # rrf: the baseline every change is measured against
 
 
@@ -102,6 +117,8 @@ class QueryProfile:
     identifier: bool  # some token looks like code, a path, a flag, a number with letters
     literals: list[str]  # those identifier-like tokens, lower-cased, edge punctuation removed
     lexical: bool  # identifier-like or short: lean on BM25
+    cjk: list[str] = field(default_factory=list)  # character pairs of CJK runs, each once
+    analysis: TextAnalysis = field(default_factory=text_analysis)  # the index's (text.py)
 
 
 # --- entry point ---------------------------------------------------------------------------
@@ -194,28 +211,36 @@ def validate(
         check_source(snapshot, key)
     if not isinstance(path_prefix, str) or "\n" in path_prefix or len(path_prefix) > 1000:
         raise SearchError("path_prefix must be a single-line repository path prefix")
-    return profile_query(query)
+    return profile_query(query, analysis_of(snapshot))
 
 
 # --- query analysis -------------------------------------------------------------------------
 
 
 # Code-like tokens: letters and digits mixed, camelCase, snake_case, dotted/path-like, flags
-# and sigils. A hyphen between letters (click-to-run) or an acronym (MSP, URLs) alone is
-# prose: such questions keep the prose weights.
+# and sigils, and fragments of identifiers (`_generic`, `binders_`). A hyphen between letters
+# (click-to-run) or an acronym (MSP, URLs) alone is prose: such questions keep the prose
+# weights.
 _IDENTIFIER_SHAPE = re.compile(
-    r"[A-Za-z][0-9]|[0-9][A-Za-z]|[a-z][A-Z]|\w[_./\\:@=]+\w|^[-/$@#]{1,2}\w"
+    r"[A-Za-z][0-9]|[0-9][A-Za-z]|[a-z][A-Z]|\w[_./\\:@=]+\w|^[-/$@#]{1,2}\w|^_+[^\W_]|[^\W_]_+$"
 )
 SHORT_QUERY_TERMS = 2
 _EDGE = "\"'`()[]{}<>,;!?*|“”‘’«»."
+MIN_LITERAL_CHARS = 3
 
 
-def profile_query(text: str) -> QueryProfile:
-    terms = list(dict.fromkeys(analyze(text)))
+def analysis_of(snapshot: Snapshot) -> TextAnalysis:
+    """The analysis the snapshot's text index was built with: queries are analysed alike."""
+    return text_analysis(snapshot.manifest.text_analysis)
+
+
+def profile_query(text: str, analysis: TextAnalysis | None = None) -> QueryProfile:
+    analysis = analysis or text_analysis()
+    terms = list(dict.fromkeys(analysis.terms(text)))
     ident = identifier_terms(text)
     tokens = text.split()
     code = [t for t in tokens if _IDENTIFIER_SHAPE.search(t)]
-    literals = [x for x in (t.strip(_EDGE).lower() for t in code) if len(x) >= 3]
+    literals = literal_tokens(tokens, code)
     return QueryProfile(
         text=text,
         terms=terms,
@@ -223,7 +248,17 @@ def profile_query(text: str) -> QueryProfile:
         identifier=bool(code),
         literals=literals,
         lexical=bool(code) or len(tokens) <= SHORT_QUERY_TERMS,
+        cjk=analysis.cjk_query_terms(text),
+        analysis=analysis,
     )
+
+
+def literal_tokens(tokens: list[str], code: list[str]) -> list[str]:
+    """What a chunk's raw text must contain as typed (lower-cased, edge punctuation
+    removed): the code-like tokens, or the one token of a one-token query (`per-app-deep-dive`,
+    `figcaption`: a literal that lives inside link targets and tags)."""
+    picked = code if code or len(tokens) != 1 or not LITERAL_SINGLE_TOKEN else tokens
+    return [x for x in (t.strip(_EDGE).lower() for t in picked) if len(x) >= MIN_LITERAL_CHARS]
 
 
 def is_identifier_like(text: str) -> bool:
@@ -249,16 +284,25 @@ def retrieve(
     return list(found.values())
 
 
-def bm25_query(profile: QueryProfile, scope: Scope) -> tantivy.Query | None:
-    schema = text_schema()
+def bm25_query(
+    profile: QueryProfile, scope: Scope, containing: Sequence[str] = ()
+) -> tantivy.Query | None:
+    """`containing`: identifier terms of the index that contain a literal of the query."""
+    schema = profile.analysis.schema()
     should: list[tuple[tantivy.Occur, tantivy.Query]] = []
     for term in profile.terms:
-        for field, boost in FIELD_BOOSTS.items():
-            q = tantivy.Query.term_query(schema, field, term, index_option="freq")
+        for name, boost in FIELD_BOOSTS.items():
+            q = tantivy.Query.term_query(schema, name, term, index_option="freq")
             should.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, boost)))
     for term in profile.ident:
         q = tantivy.Query.term_query(schema, IDENT_FIELD, term, index_option="freq")
         should.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, IDENT_BOOST)))
+    if containing:
+        q = tantivy.Query.term_set_query(schema, IDENT_FIELD, list(containing))
+        should.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, SUBSTRING_BOOST)))
+    for term in profile.cjk:
+        q = tantivy.Query.term_query(schema, CJK_FIELD, term, index_option="freq")
+        should.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, CJK_BOOST)))
     if not should:
         return None
     must = [(tantivy.Occur.Must, tantivy.Query.boolean_query(should))]
@@ -286,6 +330,32 @@ def filter_queries(scope: Scope) -> list[tantivy.Query]:
     return out
 
 
+def terms_containing(snapshot: Snapshot, literals: Sequence[str]) -> list[str]:
+    """The identifier terms of the index that contain a literal of the query (`_generic`
+    inside `visit_generic_args`, `per-app-deep-dive` inside `dive](#per-app-deep-dive`), at
+    most MAX_CONTAINING per literal: a scan of the term dictionary, kept as one string per
+    snapshot, so nothing is added to the index (adr/0022)."""
+    vocabulary = identifier_vocabulary(snapshot)
+    found: dict[str, None] = {}
+    for literal in literals:
+        at, count = vocabulary.find(literal), 0
+        while at != -1 and count < MAX_CONTAINING:
+            start, end = vocabulary.rfind("\n", 0, at) + 1, vocabulary.index("\n", at)
+            found[vocabulary[start:end]] = None
+            at, count = vocabulary.find(literal, end), count + 1
+    return list(found)
+
+
+def identifier_vocabulary(snapshot: Snapshot) -> str:
+    """Every term of the `ident` field, one a line, made at the snapshot's first literal."""
+    vocabulary = snapshot.cache.get("ident_vocabulary")
+    if vocabulary is None:
+        terms = snapshot.searcher.terms_with_prefix(IDENT_FIELD, "")
+        vocabulary = "\n".join(["", *(term for term, _ in terms), ""])
+        snapshot.cache["ident_vocabulary"] = vocabulary
+    return vocabulary
+
+
 _REGEX_META = set("\\.+*?()|[]{}^$#&-~")
 
 
@@ -296,7 +366,7 @@ def _regex_literal(text: str) -> str:
 def bm25_top(
     snapshot: Snapshot, profile: QueryProfile, scope: Scope
 ) -> list[tuple[tuple[int, int], float]]:
-    query = bm25_query(profile, scope)
+    query = bm25_query(profile, scope, terms_containing(snapshot, profile.literals))
     if query is None:
         return []
     searcher = snapshot.searcher
@@ -443,7 +513,7 @@ def section_terms(snapshot: Snapshot, segment: int, index: int) -> list[str]:
     terms = cache.get(key)
     if terms is None:
         headings = snapshot.segments[segment].chunks[index].headings
-        terms = cache[key] = analyze(headings[-1]) if headings else []
+        terms = cache[key] = analysis_of(snapshot).terms(headings[-1]) if headings else []
     return terms
 
 
@@ -462,13 +532,31 @@ def one_chunk_per_page(snapshot: Snapshot, candidates: list[Candidate]) -> list[
 
 
 def is_low_confidence(snapshot: Snapshot, profile: QueryProfile, ranked: list[Candidate]) -> bool:
-    """Weak evidence: the best hit is neither semantically close nor a good lexical match."""
-    if not ranked:
+    """Weak evidence: the query names something the corpus never mentions, or the best hit
+    is neither semantically close nor a good lexical match."""
+    if not ranked or absent_share(snapshot, profile) >= ABSENT_SHARE:
         return True
     best_dense = max(c.dense for c in ranked[:10])
     if best_dense >= WEAK_DENSE:
         return False
     return lexical_coverage(snapshot, profile, ranked[0]) < WEAK_LEXICAL
+
+
+def absent_share(snapshot: Snapshot, profile: QueryProfile) -> float:
+    """The IDF-weighted share of the query's terms that no chunk of the index contains (in
+    its title, headings or text): a question about a product, an option or a person that
+    the documents never name has no answer in them, however close its other words come."""
+    searcher = snapshot.searcher
+    total = searcher.num_docs or 1
+    weight = absent = 0.0
+    for fields, term in [(TEXT_FIELDS, t) for t in profile.terms] + [
+        ((CJK_FIELD,), t) for t in profile.cjk
+    ]:
+        df = sum(searcher.doc_freq(name, term) for name in fields)
+        idf = math.log(1 + total / (1 + df))
+        weight += idf
+        absent += idf if df == 0 else 0.0
+    return absent / weight if weight else 0.0
 
 
 def lexical_coverage(snapshot: Snapshot, profile: QueryProfile, cand: Candidate) -> float:
@@ -481,16 +569,20 @@ def lexical_coverage(snapshot: Snapshot, profile: QueryProfile, cand: Candidate)
         )
         if wanted and wanted[0] in set(identifier_terms(chunk.text)):
             return 1.0
-    if not profile.terms:
+    wanted = [("body", t) for t in profile.terms] + [(CJK_FIELD, t) for t in profile.cjk]
+    if not wanted:
         return 0.0
-    present = set(analyze(" ".join([*chunk.headings, chunk.text])))
+    text = " ".join([*chunk.headings, chunk.text])
+    analysis = profile.analysis
+    present = {("body", t) for t in analysis.terms(text)}
+    present |= {(CJK_FIELD, t) for t in analysis.cjk_terms(text)} if profile.cjk else set()
     searcher = snapshot.searcher
     total = searcher.num_docs or 1
     weight = hit = 0.0
-    for term in profile.terms:
-        idf = math.log(1 + total / (1 + searcher.doc_freq("body", term)))
+    for field_term in wanted:
+        idf = math.log(1 + total / (1 + searcher.doc_freq(*field_term)))
         weight += idf
-        hit += idf if term in present else 0.0
+        hit += idf if field_term in present else 0.0
     return hit / weight if weight else 0.0
 
 

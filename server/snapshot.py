@@ -34,6 +34,7 @@ from docdex.index_format.store import (
     load_pages,
     load_segment,
 )
+from docdex.index_format.text import text_analysis
 from docdex.index_format.tokens import TokenArrays, load_token_vectors
 
 # HNSW search breadth, set once at load (set_ef is index-wide, so not per query). Searches
@@ -247,6 +248,7 @@ def _pages(data: DataDir, manifest: Manifest) -> dict[str, ServedPage]:
 
 
 def _open_text_index(data: DataDir, manifest: Manifest) -> tantivy.Index:
+    text_analysis(manifest.text_analysis)  # refuses an analysis this code does not know
     path = data.text_index(manifest.text_index)
     if not path.is_dir():
         raise IndexFormatError(f"text index {path} of version {manifest.version} is missing")

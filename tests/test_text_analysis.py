@@ -1,5 +1,6 @@
-"""The query analyzer (index_format.text.analyze) against Tantivy's own en_stem analysis of
-the same text: a query term that the index never made would silently match nothing."""
+"""The query analyses (index_format.text) against what Tantivy indexes for the documents the
+indexer writes (indexer.textindex.chunk_document), for every analysis version an index may
+have: a query term that the index never made would silently match nothing."""
 
 from __future__ import annotations
 
@@ -8,7 +9,17 @@ from pathlib import Path
 import pytest
 import tantivy
 
-from docdex.index_format.text import TEXT_FIELDS, analyze, text_schema
+from docdex.index_format.model import ChunkRecord
+from docdex.index_format.text import (
+    ANALYSES,
+    CJK_FIELD,
+    TEXT_ANALYSIS,
+    TEXT_FIELDS,
+    TextAnalysis,
+    analyze,
+    text_analysis,
+)
+from docdex.indexer.textindex import chunk_document
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,30 +31,59 @@ SAMPLES = [
     "self.typeck_results() and tcx.hir().body(id) in rustc_middle::ty",
     "Café, naïve façade — Ünïcödé ß straße 東京 مرحبا",
     "a" * 39 + " " + "b" * 40 + " " + "c" * 41,  # remove_long drops tokens of 40+ bytes
+    "é" * 19 + " " + "ü" * 20 + " " + "ß" * 21,  # ... counted in bytes, before folding
     "it's don't can't O'Reilly \"quoted\" (x `code` [link](http://example.com/a_b))",
     "tabs\tand\nnewlines\r\nand   spaces",
     "!!! ??? ... --- ***",
+    "索引を作成するには docdex index を実行します。Dockerをインストール",
+    "使用Docker部署文档搜索服务，支持中文全文检索",
+    "문서 검색 서버를 설치하려면 다음 명령을 실행하세요",
+    "ｶﾀｶﾅ ﾃｽﾄ 々 〆 ・ 「引用」 〇",
+    "Résumé, crème brûlée, Ærøskøbing, Łódź, Fußgängerübergänge, naïveté",
     "",
 ]
 
 
-def tantivy_terms(text: str) -> set[str]:
-    """Every term Tantivy indexed for `text` in the text fields (they share en_stem)."""
-    index = tantivy.Index(text_schema())
+def indexed_terms(text: str, analysis: TextAnalysis) -> dict[str, set[str]]:
+    """Field -> every term Tantivy indexed for a chunk whose title, headings and body are
+    `text`, written as the indexer writes chunks."""
+    index = tantivy.Index(analysis.schema())
+    analysis.register(index)
     writer = index.writer()
-    writer.add_document(tantivy.Document(chunk_id="c", **dict.fromkeys(TEXT_FIELDS, text)))
+    chunk = ChunkRecord(
+        chunk_id="s:p.md#chunk0",
+        doc_id="s:p.md",
+        source="s",
+        path="p.md",
+        title=text,
+        headings=["Page", text],
+        text=text,
+        start_line=1,
+        end_line=1,
+        content_hash="",
+        window_start=0,
+        window_count=0,
+    )
+    writer.add_document(chunk_document(chunk, text, analysis))
     writer.commit()
     writer.wait_merging_threads()
     index.reload()
     searcher = index.searcher()
-    found = {field: {t for t, _ in searcher.terms_with_prefix(field, "")} for field in TEXT_FIELDS}
-    assert all(terms == found["body"] for terms in found.values())
-    return found["body"]
+    fields = [*TEXT_FIELDS, *([CJK_FIELD] if analysis.fold else [])]
+    return {f: {t for t, _ in searcher.terms_with_prefix(f, "")} for f in fields}
 
 
+@pytest.mark.parametrize("version", sorted(ANALYSES))
 @pytest.mark.parametrize("text", SAMPLES)
-def test_query_terms_are_the_terms_tantivy_indexes(text: str) -> None:
-    assert set(analyze(text)) == tantivy_terms(text)
+def test_query_terms_are_the_terms_tantivy_indexes(text: str, version: int) -> None:
+    analysis = text_analysis(version)
+    found = indexed_terms(text, analysis)
+    for name in TEXT_FIELDS:
+        assert set(analysis.terms(text)) == found[name], name
+    if analysis.fold:
+        # a run's characters and pairs are indexed; a query asks for pairs (or a character)
+        assert set(analysis.cjk_terms(text)) == found[CJK_FIELD]
+        assert set(analysis.cjk_query_terms(text)) <= found[CJK_FIELD]
 
 
 def test_the_same_on_real_documentation() -> None:
@@ -51,4 +91,35 @@ def test_the_same_on_real_documentation() -> None:
     assert pages
     for page in pages:
         text = page.read_text(encoding="utf-8")
-        assert set(analyze(text)) == tantivy_terms(text), page.name
+        assert set(analyze(text)) == indexed_terms(text, text_analysis())["body"], page.name
+
+
+def test_accents_fold_both_ways_from_analysis_2() -> None:
+    new, old = text_analysis(2), text_analysis(1)
+    for accented, plain in [("résumé", "resume"), ("Straße", "strasse"), ("Łódź", "lodz")]:
+        assert new.terms(accented) == new.terms(plain)
+        assert old.terms(accented) != old.terms(plain)
+
+
+def test_cjk_runs_become_character_pairs_and_leave_the_text_fields() -> None:
+    analysis = text_analysis(2)
+    assert analysis.cjk_query_terms("東京都") == ["東京", "京都"]
+    assert analysis.cjk_query_terms("猫") == ["猫"]
+    assert analysis.cjk_query_terms("ｶﾀｶﾅ") == ["カタ", "タカ", "カナ"]  # NFKC: full-width
+    # Latin written against kana is its own term; in analysis 1 it was one token with it
+    assert analysis.terms("Dockerをインストール") == ["docker"]
+    assert text_analysis(1).terms("Dockerをインストール") == ["dockerをインストール"]
+
+
+def test_english_text_analyses_alike_in_both_versions() -> None:
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        assert text_analysis(1).terms(text) == text_analysis(2).terms(text), page.name
+
+
+def test_an_unknown_analysis_is_refused() -> None:
+    from docdex.index_format.layout import IndexFormatError
+
+    with pytest.raises(IndexFormatError, match="text analysis 99"):
+        text_analysis(99)
+    assert text_analysis().version == TEXT_ANALYSIS
