@@ -98,7 +98,7 @@ class FusionWeights(msgspec.Struct, frozen=True):
 PROSE_WEIGHTS = FusionWeights(lexical=0.5, dense=1.0)
 LEXICAL_WEIGHTS = FusionWeights(lexical=1.0, dense=0.5)
 HEADING_WEIGHT = 0.3  # weight of the query/section-heading overlap
-LITERAL_BONUS = 0.5  # when the chunk's raw text contains the query's identifiers
+LITERAL_BONUS = 1.0  # when the chunk's raw text contains the query's literals (adr/0022)
 RERANK_DEPTH = 30
 # low_confidence: a share of the query (IDF-weighted) at least ABSENT_SHARE in terms the
 # index never contains, or the best cosine below WEAK_DENSE and no lexical match as strong as
