@@ -53,7 +53,6 @@ IDENT_BOOST = 4.0
 CJK_BOOST = 1.0  # the character pairs of Chinese, Japanese and Korean runs (adr/0022)
 SUBSTRING_BOOST = 4.0  # an identifier term containing a literal of the query (adr/0022)
 MAX_CONTAINING = 200  # such terms per literal
-LITERAL_SINGLE_TOKEN = True  # a one-token query is a literal (adr/0022)
 
 
 class Hit(msgspec.Struct):
@@ -257,7 +256,7 @@ def literal_tokens(tokens: list[str], code: list[str]) -> list[str]:
     """What a chunk's raw text must contain as typed (lower-cased, edge punctuation
     removed): the code-like tokens, or the one token of a one-token query (`per-app-deep-dive`,
     `figcaption`: a literal that lives inside link targets and tags)."""
-    picked = code if code or len(tokens) != 1 or not LITERAL_SINGLE_TOKEN else tokens
+    picked = code or (tokens if len(tokens) == 1 else [])
     return [x for x in (t.strip(_EDGE).lower() for t in picked) if len(x) >= MIN_LITERAL_CHARS]
 
 
