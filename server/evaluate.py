@@ -353,6 +353,85 @@ def _opt_pct(x: float | None) -> str:
     return "-" if x is None else _pct(x)
 
 
+class Baseline(msgspec.Struct, frozen=True):
+    """A retrieval configuration to score beside the default (`docdex eval --baselines`)."""
+
+    name: str
+    fusion: str
+    reranker: str
+    needs_tokens: bool = False  # only on an index with token vectors (late_interaction)
+
+
+# Peer-style systems built from docdex's own retrievers, then docdex's default, then the
+# default with MaxSim over stored token vectors (docs/retrieval.md).
+BASELINES = (
+    Baseline("bm25", "bm25", "none"),
+    Baseline("dense", "dense", "none"),
+    Baseline("rrf", "rrf", "none"),
+    Baseline("default", "weighted", "default"),
+    Baseline("maxsim", "weighted", "maxsim", needs_tokens=True),
+)
+
+
+class BaselineReport(msgspec.Struct):
+    name: str
+    report: EvalReport | None  # None: not applicable to this index (why in `skipped`)
+    skipped: str = ""
+
+
+def evaluate_baselines(
+    snapshot, embedder, queries_path: str | Path, source: str, k: int = 3
+) -> list[BaselineReport]:
+    from .rerank import has_token_vectors
+
+    out = []
+    tokens = has_token_vectors(snapshot)
+    for b in BASELINES:
+        if b.needs_tokens and not tokens:
+            out.append(BaselineReport(b.name, None, "the index has no token vectors"))
+            continue
+        report = evaluate(
+            snapshot, embedder, queries_path, source, k, reranker=b.reranker, fusion=b.fusion
+        )
+        out.append(BaselineReport(b.name, report))
+    return out
+
+
+def format_baselines(reports: list[BaselineReport]) -> str:
+    """One row per class and metric, one column per configuration."""
+    scored = [r for r in reports if r.report is not None]
+    first = scored[0].report
+    k = first.k
+    width = 10
+    head = f"{'class':<13} {'metric':<12}" + "".join(f"{r.name:>{width}}" for r in scored)
+    lines = [
+        f"source {first.source}, index version {first.index_version}, {first.queries} queries",
+        head,
+        "-" * len(head),
+    ]
+    for position, c in enumerate(first.classes):
+        for label, value in _class_figures(c, k):
+            cells = [value(r.report.classes[position]) for r in scored]
+            lines.append(f"{c.cls:<13} {label:<12}" + "".join(f"{cell:>{width}}" for cell in cells))
+    lines += [f"({r.name}: {r.skipped})" for r in reports if r.report is None]
+    return "\n".join(lines)
+
+
+def _class_figures(c: ClassMetrics, k: int) -> list[tuple[str, Callable[[ClassMetrics], str]]]:
+    if c.level == "flag":
+        return [("flagged", lambda m: _pct(m.flagged))]
+    figures = [
+        (f"R@{k}", lambda m: f"{m.recall_at_k:.3f}"),
+        ("MRR@10", lambda m: f"{m.mrr_at_10:.3f}"),
+    ]
+    if c.ndcg_at_10 is not None:
+        figures.append(("nDCG@10", lambda m: _opt(m.ndcg_at_10)))
+    if c.section_recall_at_k is not None:
+        figures.append((f"sec R@{k}", lambda m: _opt(m.section_recall_at_k)))
+    figures.append(("flagged", lambda m: _pct(m.flagged)))
+    return figures
+
+
 def run_eval_command(
     data_dir: str,
     queries: str,
@@ -362,8 +441,10 @@ def run_eval_command(
     dump: str | None,
     reranker: str = "default",
     fusion: str = "weighted",
+    baselines: bool = False,
 ) -> int:
-    """`docdex eval`: print the table (or JSON), optionally dump per-query hits; exit code."""
+    """`docdex eval`: print the table (or JSON), optionally dump per-query hits; exit code.
+    With `baselines`, every configuration of BASELINES is scored instead of one."""
     from docdex.index_format.layout import DataDir, IndexFormatError
     from docdex.model.embedder import Embedder
     from docdex.model.files import ModelMissing
@@ -375,6 +456,9 @@ def run_eval_command(
     if k < 1 or k > DEPTH:
         print(f"docdex eval: -k must be between 1 and {DEPTH}", file=sys.stderr)
         return 2
+    if baselines and dump:
+        print("docdex eval: --dump scores one configuration; drop --baselines", file=sys.stderr)
+        return 2
     try:
         embedder = Embedder.load(for_queries=True)
         snapshot = Snapshot.load(DataDir(data_dir), embedder=embedder)
@@ -383,17 +467,38 @@ def run_eval_command(
         return 2
     try:
         check_source(snapshot, source)
-        report = evaluate(snapshot, embedder, queries, source, k, reranker=reranker, fusion=fusion)
+        if baselines:
+            result = evaluate_baselines(snapshot, embedder, queries, source, k)
+        else:
+            result = evaluate(
+                snapshot, embedder, queries, source, k, reranker=reranker, fusion=fusion
+            )
     except (OSError, ValueError, SearchError) as exc:
         print(f"docdex eval: {exc}", file=sys.stderr)
         return 2
     finally:
         snapshot.close()
+    if baselines:
+        _print_baselines(result, as_json)
+        return 0
     if dump:
-        write_dump(report, dump)
+        write_dump(result, dump)
     if as_json:
-        summary = msgspec.structs.replace(report, outcomes=[])
+        summary = msgspec.structs.replace(result, outcomes=[])
         print(msgspec.json.encode(summary).decode())
     else:
-        print(format_table(report))
+        print(format_table(result))
     return 0
+
+
+def _print_baselines(reports: list[BaselineReport], as_json: bool) -> None:
+    if not as_json:
+        print(format_baselines(reports))
+        return
+    summaries = [
+        msgspec.structs.replace(
+            r, report=msgspec.structs.replace(r.report, outcomes=[]) if r.report else None
+        )
+        for r in reports
+    ]
+    print(msgspec.json.encode(summaries).decode())

@@ -16,6 +16,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import msgspec
 import numpy as np
@@ -103,9 +104,21 @@ RERANK_DEPTH = 30
 # index never contains, or the best cosine below WEAK_DENSE and no lexical match as strong as
 # WEAK_LEXICAL (docs/retrieval.md, "Saying no answer")
 ABSENT_SHARE = 0.2
+ABSENCE_MIN_CHUNKS = 100  # in a smaller index, a word's absence says little
+# Function words weigh nothing in the absent share, whatever the index holds.
+_FUNCTION_WORDS_TEXT = """
+    a about above after again all also am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further
+    had has have having he her here hers him his how i if in into is it its just me more most my
+    no nor not now of off on once only or other our ours out over own same she should so some
+    such than that the their theirs them then there these they this those through to too under
+    until up very was we were what when where which while who whom why will with would you your
+    yours"""
+_FUNCTION_WORDS = frozenset(_FUNCTION_WORDS_TEXT.split())
 WEAK_DENSE = 0.35
 WEAK_LEXICAL = 0.5
-FUSIONS = ("weighted", "rrf")  # rrf: the baseline every change is measured against
+# rrf: the baseline every change is measured against; bm25 and dense: one retriever alone
+FUSIONS = ("weighted", "rrf", "bm25", "dense")
 
 
 @dataclass(frozen=True)
@@ -460,6 +473,10 @@ def fuse(
     if fusion == "rrf":
         rrf(candidates)
         return
+    if fusion in ("bm25", "dense"):
+        for c in candidates:
+            c.score = c.bm25 if fusion == "bm25" else c.dense
+        return
     weighted(candidates, LEXICAL_WEIGHTS if profile.lexical else PROSE_WEIGHTS)
     if profile.terms and not profile.identifier:
         for c in candidates:
@@ -546,9 +563,12 @@ def absent_share(snapshot: Snapshot, profile: QueryProfile) -> float:
     its title, headings or text): a question about a product, an option or a person that
     the documents never name has no answer in them, however close its other words come."""
     searcher = snapshot.searcher
-    total = searcher.num_docs or 1
+    total = searcher.num_docs
+    if total < ABSENCE_MIN_CHUNKS:
+        return 0.0
     weight = absent = 0.0
-    for fields, term in [(TEXT_FIELDS, t) for t in profile.terms] + [
+    content = [t for t in profile.terms if t not in function_words(profile.analysis)]
+    for fields, term in [(TEXT_FIELDS, t) for t in content] + [
         ((CJK_FIELD,), t) for t in profile.cjk
     ]:
         df = sum(searcher.doc_freq(name, term) for name in fields)
@@ -556,6 +576,12 @@ def absent_share(snapshot: Snapshot, profile: QueryProfile) -> float:
         weight += idf
         absent += idf if df == 0 else 0.0
     return absent / weight if weight else 0.0
+
+
+@lru_cache(maxsize=4)
+def function_words(analysis: TextAnalysis) -> frozenset[str]:
+    """The function words as the analysis turns them into terms."""
+    return frozenset(term for word in _FUNCTION_WORDS for term in analysis.terms(word))
 
 
 def lexical_coverage(snapshot: Snapshot, profile: QueryProfile, cand: Candidate) -> float:

@@ -370,6 +370,53 @@ def test_low_confidence_flags_off_topic_queries_only(snap, embedder):
     assert good.results[0].path == "guide/upgrade.md"
 
 
+@pytest.fixture
+def absence_counts(monkeypatch):
+    """This index is small; the rule under test is the one for an index of 100+ chunks."""
+    monkeypatch.setattr(search_mod, "ABSENCE_MIN_CHUNKS", 1)
+
+
+def test_low_confidence_flags_a_near_miss_naming_what_the_docs_never_mention(
+    snap, embedder, absence_counts
+):
+    # Every other word is the corpus's own: only "Kubernetes" is never in it.
+    near = search(snap, embedder, "how do I upgrade the widget service on Kubernetes")
+    assert near.low_confidence
+    assert near.results[0].path == "guide/upgrade.md"  # still ranked, only flagged
+    # The same question in words the documents use is not flagged.
+    assert not search(snap, embedder, "how do I upgrade the widget service").low_confidence
+
+
+def test_absent_share_weighs_missing_terms_by_idf(snap, absence_counts):
+    def share(text: str) -> float:
+        return search_mod.absent_share(
+            snap, search_mod.profile_query(text, search_mod.analysis_of(snap))
+        )
+
+    assert share("replay kubernetes") > 0.5  # the absent term is the rarer one
+    assert share("replay capture") == 0.0
+    assert share("how would you replay it") == 0.0  # function words never count
+
+
+def test_absence_says_nothing_in_a_small_index(snap, embedder):
+    assert snap.searcher.num_docs < search_mod.ABSENCE_MIN_CHUNKS
+    profile = search_mod.profile_query("replay kubernetes", search_mod.analysis_of(snap))
+    assert search_mod.absent_share(snap, profile) == 0.0
+
+
+@pytest.mark.parametrize("fusion", ["bm25", "dense"])
+def test_one_retriever_alone(snap, embedder, fusion):
+    result = search(snap, embedder, "WOW6432Node registry key", fusion=fusion, reranker="none")
+    scores = [hit.score for hit in result.results]
+    assert scores == sorted(scores, reverse=True)
+    if fusion == "bm25":
+        assert result.results[0].match in ("bm25", "both")
+        assert "WOW6432Node" in result.results[0].text
+        assert all(h.score > 0 for h in result.results if h.match != "dense")
+    else:
+        assert all(-1.0 <= s <= 1.0 for s in scores)  # cosines
+
+
 def test_rrf_and_weighted_fusion_both_rank(snap, embedder):
     for fusion in ("rrf", "weighted"):
         result = search(snap, embedder, "max_connections", fusion=fusion)
