@@ -112,9 +112,15 @@ def test_cjk_runs_become_character_pairs_and_leave_the_text_fields() -> None:
 
 
 def test_english_text_analyses_alike_in_both_versions() -> None:
+    """On text without accented or CJK letters (punctuation of any kind kept)."""
     for page in sorted((ROOT / "docs").rglob("*.md")):
-        text = page.read_text(encoding="utf-8")
+        lines = page.read_text(encoding="utf-8").splitlines()
+        text = "\n".join(line for line in lines if not any(_foreign(ch) for ch in line))
         assert text_analysis(1).terms(text) == text_analysis(2).terms(text), page.name
+
+
+def _foreign(ch: str) -> bool:
+    return ch.isalnum() and not ch.isascii()
 
 
 def test_an_unknown_analysis_is_refused() -> None:
