@@ -431,10 +431,11 @@ def cmd_verify(data: DataDir, args) -> int:
             print(f"{problem.file}: {problem.kind}: {problem.detail}")
         for v in report.versions:
             mark = "*" if v.version == report.current else " "
-            state = "ok" if v.ok else f"{len(v.problems)} problems"
+            n = len(v.problems)
+            state = "ok" if v.ok else f"{n} problem{'s' if n > 1 else ''}"
             print(f"{mark} version {v.version}: {state}" + "".join(f"; {n}" for n in v.notes))
             for problem in v.problems:
-                print(f"  {problem.file}: {problem.kind}: {problem.detail}")
+                print(f"    {problem.file}: {problem.kind}: {problem.detail}")
     return EXIT_OK if report.ok else EXIT_ERROR
 
 
@@ -458,13 +459,7 @@ def _add_query_commands(commands) -> None:
     evaluate.add_argument(
         "--fusion",
         default="weighted",
-        help="score fusion: weighted (default), rrf (the baseline), bm25 or dense (one "
-        "retriever alone; docs/retrieval.md)",
-    )
-    evaluate.add_argument(
-        "--baselines",
-        action="store_true",
-        help="score BM25 only, dense only, RRF, the default and MaxSim side by side",
+        help="score fusion: weighted (default) or rrf, the baseline (docs/retrieval.md)",
     )
     _json_flag(evaluate)
     serve = _command(commands, "serve", cmd_serve, "run the MCP server")
@@ -527,7 +522,6 @@ def cmd_eval(data: DataDir, args) -> int:
         args.dump,
         reranker=_reranker(data, args),
         fusion=args.fusion,
-        baselines=args.baselines,
     )
 
 

@@ -290,7 +290,7 @@ def test_a_real_server_keeps_serving_and_the_commands_repair(data, tmp_path):
 
         checked = docdex(data, "verify")
         assert checked.returncode == 1 and target in checked.stdout
-        assert "version 2: 1 problems" in checked.stdout
+        assert "version 2: 1 problem" in checked.stdout
 
         repaired = docdex(data, "index", "--full")
         assert repaired.returncode == 0, repaired.stderr
