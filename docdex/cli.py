@@ -459,7 +459,13 @@ def _add_query_commands(commands) -> None:
     evaluate.add_argument(
         "--fusion",
         default="weighted",
-        help="score fusion: weighted (default) or rrf, the baseline (docs/retrieval.md)",
+        help="score fusion: weighted (default), rrf (the baseline), bm25 or dense (one "
+        "retriever alone; docs/retrieval.md)",
+    )
+    evaluate.add_argument(
+        "--baselines",
+        action="store_true",
+        help="score BM25 only, dense only, RRF, the default and MaxSim side by side",
     )
     _json_flag(evaluate)
     serve = _command(commands, "serve", cmd_serve, "run the MCP server")
@@ -522,6 +528,7 @@ def cmd_eval(data: DataDir, args) -> int:
         args.dump,
         reranker=_reranker(data, args),
         fusion=args.fusion,
+        baselines=args.baselines,
     )
 
 
