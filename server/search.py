@@ -105,7 +105,7 @@ RERANK_DEPTH = 30
 # WEAK_LEXICAL (docs/retrieval.md, "Saying no answer")
 ABSENT_SHARE = 0.2
 ABSENCE_MIN_CHUNKS = 100  # in a smaller index, a word's absence says little
-# Function words weigh nothing in the absent share, whatever the index holds.
+# Function words (and one-letter terms) are never counted absent, whatever the index holds.
 _FUNCTION_WORDS_TEXT = """
     a about above after again all also am an and any are as at be because been before being
     below between both but by can could did do does doing down during each few for from further
@@ -561,20 +561,22 @@ def is_low_confidence(snapshot: Snapshot, profile: QueryProfile, ranked: list[Ca
 def absent_share(snapshot: Snapshot, profile: QueryProfile) -> float:
     """The IDF-weighted share of the query's terms that no chunk of the index contains (in
     its title, headings or text): a question about a product, an option or a person that
-    the documents never name has no answer in them, however close its other words come."""
+    the documents never name has no answer in them, however close its other words come.
+    Function words count in the weight but are never absent (a tiny index may lack them)."""
     searcher = snapshot.searcher
     total = searcher.num_docs
     if total < ABSENCE_MIN_CHUNKS:
         return 0.0
     weight = absent = 0.0
-    content = [t for t in profile.terms if t not in function_words(profile.analysis)]
-    for fields, term in [(TEXT_FIELDS, t) for t in content] + [
+    ignored = function_words(profile.analysis)
+    for fields, term in [(TEXT_FIELDS, t) for t in profile.terms] + [
         ((CJK_FIELD,), t) for t in profile.cjk
     ]:
         df = sum(searcher.doc_freq(name, term) for name in fields)
         idf = math.log(1 + total / (1 + df))
         weight += idf
-        absent += idf if df == 0 else 0.0
+        if df == 0 and len(term) > 1 and term not in ignored:
+            absent += idf
     return absent / weight if weight else 0.0
 
 
