@@ -230,11 +230,15 @@ def run(quick: bool, work: Path) -> list[Row]:
         (op, point) for op, point, full, short in PLAN for _ in range(short if quick else full)
     ]
     campaign.rng.shuffle(steps)
+    if os.environ.get("DOCDEX_CHAOS_FROM_END"):  # a second process, from the plan's other end
+        steps.reverse()
+        campaign.rng = random.Random(17)
     tallies = {key: Tally() for key in WHAT}
     with ServeProcess(campaign.data.root, work / "serve.log") as server:
         server.wait_serving(180)
         with QueryLoad(server, rate=10) as load:
-            deadline = time.monotonic() + (BUDGET_QUICK_S if quick else BUDGET_S)
+            budget = float(os.environ.get("DOCDEX_CHAOS_BUDGET_S", BUDGET_S))
+            deadline = time.monotonic() + (BUDGET_QUICK_S if quick else budget)
             for n, (operation, point) in enumerate(steps):
                 if time.monotonic() > deadline:
                     campaign.cut = f"time budget spent after {n} of {len(steps)} steps"
