@@ -33,6 +33,7 @@ BENCHMARKS: dict[str, Callable[[], list[Figure]]] = {
     "answers": _lazy("answers", "bench_answers"),
     "web": _lazy("web", "bench_web_keystroke"),
     "refs": _lazy("refs", "bench_refs"),
+    "embed-graphs": _lazy("embed_graphs", "bench_embed_graphs"),
     "scale": _lazy("scale", "bench_scale"),
     "scale-quick": _lazy("scale", "bench_scale_quick"),
     "replicas": _lazy("replicas", "bench_replicas"),
@@ -51,6 +52,7 @@ SETS = {
         "watch",
         "replicas",
         "scale",
+        "embed-graphs",
     ],
 }
 

@@ -2,8 +2,9 @@
 
 Texts are cut into overlapping windows of ``window_tokens`` content tokens, each wrapped as
 ``[CLS] ... [SEP]``; a window's vector is the attention-masked mean of
-``last_hidden_state``, L2-normalised. Passages run the package's float32 graph; queries may
-run the int8 rewrite of the same model (int8graph.py, adr/0009).
+``last_hidden_state``, L2-normalised. Passages run the fused rewrite of the package's float32
+graph (passagegraph.py, adr/0020); queries may run the int8 rewrite of the same model
+(int8graph.py, adr/0009).
 """
 
 from __future__ import annotations
@@ -70,7 +71,9 @@ class Embedder:
         self.info = info
         self.token_budget = token_budget
         self.max_batch = max_batch
-        self.graph = graph  # "float32", or "int8": the query graph (int8graph.py)
+        # "passage" (passagegraph.py), "int8" (the query graph, int8graph.py), or "float32"
+        # (the package's graph, when neither can be built here)
+        self.graph = graph
 
     @classmethod
     def load(
@@ -85,16 +88,18 @@ class Embedder:
         """Load the installed model; `threads` None means os.cpu_count().
 
         `for_queries`: run the int8 query graph, a third of the memory of the float32 one
-        and as fast for one window; an index's passages are always embedded in float32."""
+        and as fast for one window. Otherwise the passage graph (passagegraph.py): the
+        float32 model with its attention and GELU fused, the same vectors faster."""
         info = model_info(window_tokens, window_overlap)  # checks the weights' pinned hash
         path, sha = weights_path(), info.sha256
         tokenizer = load_tokenizer()
         threads = threads or os.cpu_count() or 1
-        session = _int8_session(path, sha, threads) if for_queries else None
-        if session is not None:
-            return cls(session, tokenizer, info, token_budget, max_batch, graph="int8")
-        session = _float32_session(path, sha, threads)
-        return cls(session, tokenizer, info, token_budget, max_batch)
+        graph, session = "int8", _int8_session(path, sha, threads) if for_queries else None
+        if session is None:
+            graph, session = "passage", _passage_session(path, sha, threads)
+        if session is None:
+            graph, session = "float32", package_session(path, sha, threads)
+        return cls(session, tokenizer, info, token_budget, max_batch, graph=graph)
 
     # --- tokenising ------------------------------------------------------------------------
 
@@ -176,7 +181,7 @@ class Embedder:
 # --- sessions -------------------------------------------------------------------------------
 
 
-def _float32_session(path: Path, sha256: str, threads: int) -> ort.InferenceSession:
+def package_session(path: Path, sha256: str, threads: int) -> ort.InferenceSession:
     """A session over the package's graph (float32 once optimised)."""
     return cached_session(threads, cached_graph("minilm", sha256, ""), lambda: str(path))
 
@@ -186,22 +191,63 @@ def _int8_session(path: Path, sha256: str, threads: int) -> ort.InferenceSession
     the caller uses the float32 graph."""
     from .int8graph import REWRITE_VERSION, int8_query_graph
 
-    cached = cached_graph("minilm-int8", sha256, f"rewrite {REWRITE_VERSION}")
+    return _rewritten_session(
+        "int8 query",
+        "minilm-int8",
+        "int8graph",
+        REWRITE_VERSION,
+        int8_query_graph,
+        path,
+        sha256,
+        threads,
+    )
+
+
+def _passage_session(path: Path, sha256: str, threads: int) -> ort.InferenceSession | None:
+    """A session over the fused passage graph; None when it cannot be built or run here,
+    and the caller uses the package's graph (the same vectors, slower)."""
+    from .passagegraph import REWRITE_VERSION, passage_graph
+
+    return _rewritten_session(
+        "passage",
+        "minilm-passage",
+        "passagegraph",
+        REWRITE_VERSION,
+        passage_graph,
+        path,
+        sha256,
+        threads,
+    )
+
+
+def _rewritten_session(
+    label: str,
+    kind: str,
+    module: str,
+    version: int,
+    rewrite: Callable[[Path], bytes],
+    path: Path,
+    sha256: str,
+    threads: int,
+) -> ort.InferenceSession | None:
+    """A session over `rewrite(path)`, cached per machine as `kind` and built by a child
+    running `module`; None (and a log line saying why) when it cannot be built or run."""
+    cached = cached_graph(kind, sha256, f"rewrite {version}")
     if cached is not None and not cached.exists():
-        _build_in_child(path, cached)
+        _build_in_child(module, path, cached)
     try:
-        return cached_session(threads, cached, lambda: int8_query_graph(path))
-    except Exception as exc:  # no onnx package, or an onnxruntime without 8-bit MatMulNBits
-        log.warning("int8 query graph unavailable, queries use the float32 graph: %s", exc)
+        return cached_session(threads, cached, lambda: rewrite(path))
+    except Exception as exc:  # no onnx package, or an onnxruntime without these operators
+        log.warning("%s graph unavailable, using the float32 graph: %s", label, exc)
         return None
 
 
-def _build_in_child(path: Path, cached: Path) -> None:
-    """Build the int8 graph's cache file in a child process, so that the memory `onnx` takes
-    to rewrite the model is not kept by a server for its lifetime (adr/0009). A child that
-    fails leaves the cache missing; the caller then tries in-process, and says why if that
-    fails too."""
-    command = [sys.executable, "-m", "docdex.model.int8graph", str(path), str(cached)]
+def _build_in_child(module: str, path: Path, cached: Path) -> None:
+    """Build a rewritten graph's cache file in a child process, so that the memory `onnx`
+    takes to rewrite the model is not kept by a server for its lifetime (adr/0009). A child
+    that fails leaves the cache missing; the caller then tries in-process, and says why if
+    that fails too."""
+    command = [sys.executable, "-m", f"docdex.model.{module}", str(path), str(cached)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0:
-        log.debug("building the int8 graph in a child failed: %s", done.stderr.strip()[-500:])
+        log.debug("building %s in a child failed: %s", cached.name, done.stderr.strip()[-500:])

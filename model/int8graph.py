@@ -151,16 +151,9 @@ def _assembled(graph: _Graph) -> bytes:
     return model.SerializeToString()
 
 
-def _main(argv: list[str]) -> int:
-    """Write the optimised int8 graph of the model at argv[0] to the cache file argv[1]."""
-    from .sessions import cached_session
-
-    model, cached = Path(argv[0]), Path(argv[1])
-    cached_session(1, cached, lambda: int8_query_graph(model))
-    return 0
-
-
 if __name__ == "__main__":
     import sys
 
-    sys.exit(_main(sys.argv[1:]))
+    from .sessions import write_cached
+
+    sys.exit(write_cached(sys.argv[1:], int8_query_graph))

@@ -33,6 +33,14 @@ def cached_session(
     return session
 
 
+def write_cached(argv: list[str], rewrite: Callable[[Path], str | bytes]) -> int:
+    """The child's side of a rewritten graph (`python -m docdex.model.MODULE MODEL FILE`):
+    optimise `rewrite(MODEL)` and write it to the cache file FILE."""
+    model, cached = Path(argv[0]), Path(argv[1])
+    cached_session(1, cached, lambda: rewrite(model))
+    return 0
+
+
 def session_options(threads: int, level: ort.GraphOptimizationLevel) -> ort.SessionOptions:
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads

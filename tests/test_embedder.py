@@ -246,7 +246,7 @@ QUERY_TEXTS = [
 def test_the_query_graph_keeps_weights_int8_and_agrees_with_float32(emb, tmp_path, monkeypatch):
     monkeypatch.setenv("DOCDEX_CACHE", str(tmp_path))
     queries = Embedder.load(threads=2, for_queries=True)
-    assert (queries.graph, emb.graph) == ("int8", "float32")
+    assert (queries.graph, emb.graph) == ("int8", "passage")
     assert queries.info == emb.info  # the same model: an index serves both
     [cached] = list((tmp_path / "onnx").glob("minilm-int8-*.onnx"))
     assert cached.stat().st_size < 30_000_000  # int8 weights (float32 would be 90 MB)
@@ -279,13 +279,19 @@ def test_a_damaged_query_graph_is_rebuilt(emb, tmp_path, monkeypatch):
     assert cached.stat().st_size > 1_000_000
 
 
-def test_without_the_query_graph_queries_fall_back_to_float32(emb, tmp_path, monkeypatch, caplog):
+def hide_onnx(tmp_path, monkeypatch) -> None:
+    """As if the onnx package were missing, for a child and for this process; the cache
+    folder is a new one under `tmp_path`, so nothing is found built."""
     monkeypatch.setenv("DOCDEX_CACHE", str(tmp_path))
-    shadow = tmp_path / "shadow" / "onnx"  # as if the onnx package were missing: for the child
+    shadow = tmp_path / "shadow" / "onnx"
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ImportError('no onnx here')\n")
     monkeypatch.setenv("PYTHONPATH", str(shadow.parent))
-    monkeypatch.setitem(sys.modules, "onnx", None)  # and for this process
+    monkeypatch.setitem(sys.modules, "onnx", None)
+
+
+def test_without_the_query_graph_queries_fall_back_to_float32(emb, tmp_path, monkeypatch, caplog):
+    hide_onnx(tmp_path, monkeypatch)
     fallback = Embedder.load(threads=1, for_queries=True)
     assert fallback.graph == "float32"
     assert "int8 query graph unavailable" in caplog.text

@@ -1,0 +1,326 @@
+"""The passage-side graph: the package's model with its attention and GELU fused (adr/0020).
+
+Rewrites of the package's graph, done once per machine:
+
+- the package's int8 weights are dequantised once (`Cast` then `Mul` by their scale) into
+  float32 initialisers, as onnxruntime's constant folding does at every session start;
+- each layer's self-attention (three projections, reshapes, scaled product, mask, softmax,
+  the exporter's NaN guard) becomes one com.microsoft `Attention` with the three
+  projections packed in one weight, and each `Add`-`Div`-`Erf`-`Add`-`Mul`-`Mul` GELU one
+  `BiasGelu`. onnxruntime's own optimiser fuses neither in this export; it still fuses
+  the residual adds into `SkipLayerNormalization` when the session starts.
+
+docdex runs the float32 kind: its vectors are the package graph's to within float
+rounding. The int8 kinds multiply with the package's own int8 values and scales
+(`DynamicQuantizeMatMul`, `QAttention`, activations quantised per call); they are faster
+and agree less, and are kept for the benchmark (bench/embed_graphs.py) that measures them.
+
+`onnx` is imported only here, in a child process (`python -m docdex.model.passagegraph
+MODEL CACHE_FILE`); the result is cached by sessions.py like the query graph.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from onnx import ModelProto, NodeProto
+
+REWRITE_VERSION = 2  # part of the cache key: bump when the rewrite's output changes
+NUM_HEADS = 12
+MASK = "attention_mask_int32"
+
+
+def passage_graph(model_path: Path, kind: str = "float32") -> bytes:
+    """The serialized passage graph of `model_path`. `kind`: "float32" (fused only, the
+    one docdex runs), "int8" or "uint8" (weights shifted by 128, onnxruntime's AVX2
+    kernel that does not saturate int16 sums); the benchmark compares them."""
+    import onnx
+
+    model = onnx.load(str(model_path))
+    int8 = _fold_weights(model)
+    layers = _fuse_attention(model, int8)
+    gelus = _fuse_bias_gelu(model)
+    if layers == 0 or gelus != layers:
+        raise ValueError(f"{model_path}: found {layers} attention and {gelus} GELU blocks")
+    if kind != "float32":
+        _quantized(model, int8, unsigned=kind == "uint8")
+    _drop_dead_nodes(model)
+    return model.SerializeToString()
+
+
+class Int8Weight:
+    """A weight as the package stores it: int8 values and one float32 scale per column."""
+
+    def __init__(self, values: np.ndarray, scale: np.ndarray) -> None:
+        self.values, self.scale = values, scale.reshape(-1).astype(np.float32)
+
+    def stored(self, unsigned: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(values, per-column zero points) as int8 around 0 or uint8 around 128."""
+        if unsigned:
+            shifted = (self.values.astype(np.int16) + 128).astype(np.uint8)
+            return shifted, np.full(self.scale.shape, 128, np.uint8)
+        return self.values, np.zeros(self.scale.shape, np.int8)
+
+    @classmethod
+    def joined(cls, parts: list[Int8Weight]) -> Int8Weight:
+        return cls(
+            np.concatenate([p.values for p in parts], axis=1),
+            np.concatenate([p.scale for p in parts]),
+        )
+
+
+class _Graph:
+    """Producers, users and initialisers of a model's graph, for pattern matching."""
+
+    def __init__(self, model: ModelProto) -> None:
+        from onnx import numpy_helper
+
+        self.model = model
+        self.arrays = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+        self.producer = {out: node for node in model.graph.node for out in node.output}
+        self.users: dict[str, list[NodeProto]] = {}
+        for node in model.graph.node:
+            for name in node.input:
+                self.users.setdefault(name, []).append(node)
+
+    def made_by(self, name: str, op_type: str) -> NodeProto | None:
+        node = self.producer.get(name)
+        return node if node is not None and node.op_type == op_type else None
+
+    def only_user(self, name: str, op_type: str) -> NodeProto | None:
+        users = self.users.get(name, [])
+        return users[0] if len(users) == 1 and users[0].op_type == op_type else None
+
+    def constant(self, node: NodeProto) -> str | None:
+        """The name of `node`'s one initialiser input (None if not exactly one)."""
+        names = [name for name in node.input if name in self.arrays]
+        return names[0] if len(names) == 1 else None
+
+
+def _fold_weights(model: ModelProto) -> dict[str, Int8Weight]:
+    """Replace every int8 initialiser's Cast → Mul(scale) by the float32 product; the
+    int8 form of each one scaled per column (a MatMul's weight), by product name."""
+    from onnx import numpy_helper
+
+    graph = _Graph(model)
+    folded: dict[str, np.ndarray] = {}
+    int8: dict[str, Int8Weight] = {}
+    dead: set[str] = set()
+    for cast in model.graph.node:
+        weight = graph.arrays.get(cast.input[0]) if cast.op_type == "Cast" else None
+        mul = graph.only_user(cast.output[0], "Mul") if weight is not None else None
+        scale = graph.constant(mul) if mul is not None and weight.dtype == np.int8 else None
+        if scale is None:
+            continue
+        scales = graph.arrays[scale]
+        folded[mul.output[0]] = (weight.astype(np.float32) * scales).astype(np.float32)
+        if weight.ndim == 2 and scales.shape == (1, weight.shape[1]):
+            int8[mul.output[0]] = Int8Weight(weight, scales)
+        dead |= {cast.output[0], mul.output[0]}
+    nodes = [n for n in model.graph.node if not dead.intersection(n.output)]
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    model.graph.initializer.extend(numpy_helper.from_array(a, n) for n, a in folded.items())
+    return int8
+
+
+def _projection(graph: _Graph, add: NodeProto) -> tuple[str, str, str] | None:
+    """(input, weight, bias) of `add` = MatMul(input, weight) + bias, else None."""
+    bias = graph.constant(add)
+    inner = next((n for n in add.input if n != bias), None)
+    matmul = graph.made_by(inner, "MatMul") if bias and inner else None
+    if matmul is None or matmul.input[1] not in graph.arrays:
+        return None
+    return matmul.input[0], matmul.input[1], bias
+
+
+def _fuse_attention(model: ModelProto, int8: dict[str, Int8Weight]) -> int:
+    """One `Attention` per layer in place of its self-attention; the count fused."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = _Graph(model)
+    by_bias = {}
+    for node in model.graph.node:
+        bias = graph.constant(node) if node.op_type == "Add" else None
+        if bias is not None:
+            by_bias[bias] = node
+    replaced: dict[str, NodeProto] = {}  # output name -> the Attention that now makes it
+    for bias_name, out_add in by_bias.items():
+        if not bias_name.endswith("attention.output.dense.bias"):
+            continue
+        prefix = bias_name.removesuffix("output.dense.bias")
+        parts = [_projection(graph, by_bias.get(f"{prefix}self.{p}.bias")) for p in _QKV]
+        out = _projection(graph, out_add)
+        if out is None or any(p is None for p in parts) or len({p[0] for p in parts}) != 1:
+            continue
+        weight = np.concatenate([graph.arrays[p[1]] for p in parts], axis=1)
+        bias = np.concatenate([graph.arrays[p[2]] for p in parts])
+        name = f"{prefix}qkv"
+        if all(p[1] in int8 for p in parts):
+            int8[f"{name}.weight"] = Int8Weight.joined([int8[p[1]] for p in parts])
+        model.graph.initializer.extend(
+            [
+                numpy_helper.from_array(weight, f"{name}.weight"),
+                numpy_helper.from_array(bias, f"{name}.bias"),
+            ]
+        )
+        replaced[out[0]] = helper.make_node(
+            "Attention",
+            [parts[0][0], f"{name}.weight", f"{name}.bias", MASK],
+            [out[0]],
+            name=f"{name}.attention",
+            domain="com.microsoft",
+            num_heads=NUM_HEADS,
+        )
+    if not replaced:
+        return 0
+    cast = helper.make_node("Cast", ["attention_mask"], [MASK], to=TensorProto.INT32)
+    nodes = [cast]
+    for node in model.graph.node:
+        made = [replaced[o] for o in node.output if o in replaced]
+        nodes.extend(made or [node])
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    _use_microsoft_domain(model)
+    return len(replaced)
+
+
+_QKV = ("query", "key", "value")
+
+
+def _fuse_bias_gelu(model: ModelProto) -> int:
+    """`BiasGelu(x, bias)` in place of x+bias → Div(√2) → Erf → Add(1) → Mul(½) → Mul; the
+    count fused."""
+    from onnx import helper
+
+    graph = _Graph(model)
+    replaced: dict[str, NodeProto] = {}
+    for erf in model.graph.node:
+        if erf.op_type != "Erf":
+            continue
+        div = graph.made_by(erf.input[0], "Div")
+        add = graph.made_by(div.input[0], "Add") if div is not None else None
+        one = graph.only_user(erf.output[0], "Add")
+        half = graph.only_user(one.output[0], "Mul") if one is not None else None
+        gelu = graph.only_user(half.output[0], "Mul") if half is not None else None
+        bias = graph.constant(add) if add is not None else None
+        if gelu is None or bias is None or add.output[0] not in gelu.input:
+            continue
+        inner = next(n for n in add.input if n != bias)
+        replaced[gelu.output[0]] = helper.make_node(
+            "BiasGelu", [inner, bias], list(gelu.output), domain="com.microsoft"
+        )
+    nodes = []
+    for node in model.graph.node:
+        made = [replaced[o] for o in node.output if o in replaced]
+        nodes.extend(made or [node])
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return len(replaced)
+
+
+def _drop_dead_nodes(model: ModelProto) -> None:
+    """Keep only the nodes (and initialisers) the graph's outputs depend on."""
+    needed = {o.name for o in model.graph.output}
+    kept = []
+    for node in reversed(model.graph.node):
+        if needed.intersection(node.output):
+            kept.append(node)
+            needed.update(name for name in node.input if name)
+    del model.graph.node[:]
+    model.graph.node.extend(reversed(kept))
+    initializers = [i for i in model.graph.initializer if i.name in needed]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(initializers)
+
+
+def _use_microsoft_domain(model: ModelProto) -> None:
+    from onnx import helper
+
+    if not any(o.domain == "com.microsoft" for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+
+
+def _quantized(model: ModelProto, int8: dict[str, Int8Weight], unsigned: bool) -> None:
+    """Every MatMul and Attention whose weight the package stores in int8 multiplies in
+    int8 with exactly those values and scales; activations are quantised per call."""
+    from onnx import helper, numpy_helper
+
+    graph = _Graph(model)
+    added: dict[str, np.ndarray] = {}
+    nodes: list[NodeProto] = []
+    dead: set[int] = set()
+    for node in model.graph.node:
+        weight = int8.get(node.input[1]) if node.op_type in ("MatMul", "Attention") else None
+        if weight is None:
+            nodes.append(node)
+            continue
+        name = node.input[1]
+        values, zero = weight.stored(unsigned)
+        added |= {
+            f"{name}_int8": values,
+            f"{name}_int8_scale": weight.scale,
+            f"{name}_int8_zero": zero,
+        }
+        q_inputs = [f"{name}_int8", f"{name}_int8_scale", f"{name}_int8_zero"]
+        if node.op_type == "MatMul":
+            nodes.append(_int8_matmul(graph, node, q_inputs, dead))
+            continue
+        x = node.input[0]
+        nodes.append(
+            helper.make_node("DynamicQuantizeLinear", [x], [f"{x}_q", f"{x}_scale", f"{x}_zero"])
+        )
+        q, scale, zero_name = q_inputs
+        nodes.append(
+            helper.make_node(
+                "QAttention",
+                [
+                    f"{x}_q",
+                    q,
+                    node.input[2],
+                    f"{x}_scale",
+                    scale,
+                    node.input[3],
+                    f"{x}_zero",
+                    zero_name,
+                ],
+                list(node.output),
+                domain="com.microsoft",
+                num_heads=NUM_HEADS,
+            )
+        )
+    nodes = [n for n in nodes if id(n) not in dead]
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    model.graph.initializer.extend(numpy_helper.from_array(a, n) for n, a in added.items())
+
+
+def _int8_matmul(
+    graph: _Graph, matmul: NodeProto, q_inputs: list[str], dead: set[int]
+) -> NodeProto:
+    """A DynamicQuantizeMatMul in place of `matmul`, taking in the bias Add after it."""
+    from onnx import helper
+
+    add = graph.only_user(matmul.output[0], "Add")
+    bias = graph.constant(add) if add is not None else None
+    outputs = list(add.output if bias else matmul.output)
+    if bias:
+        dead.add(id(add))
+    return helper.make_node(
+        "DynamicQuantizeMatMul",
+        [matmul.input[0], *q_inputs, *([bias] if bias else [])],
+        outputs,
+        domain="com.microsoft",
+    )
+
+
+if __name__ == "__main__":
+    import sys
+
+    from .sessions import write_cached
+
+    sys.exit(write_cached(sys.argv[1:], passage_graph))
