@@ -10,15 +10,17 @@ real window vector of the shipped corpora (embedded once, cached) with a small r
 perturbation instead of running the model. Pushes and queries then use the real model.
 
 Each size's data directory is kept in the bench cache (a hard-linked copy of the previous
-size grown by one run), so a rerun measures without building. `python -m bench.scale build
-SIZE` builds up to SIZE and measures nothing.
+size grown by one run), so a rerun measures without building. `python -m bench.scale
+build SIZE...`, `measure SIZE` and `report` run the steps apart.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -52,10 +54,11 @@ from .common import (
     percentile,
     say,
     source_repo,
+    theil_sen,
     write_results,
 )
 
-SIZES = (50_000, 100_000, 150_000, 200_000, 500_000, 1_000_000)
+SIZES = (50_000, 100_000, 200_000, 500_000, 1_000_000)
 QUICK_SIZES = (50_000,)
 WORK = CACHE / "scale"
 BARE = WORK / "corpus.git"
@@ -347,6 +350,10 @@ class Measured(msgspec.Struct):
     server_rss_mb: float  # after SERVER_QUERIES /api/search queries
     push_s: list[float]  # `docdex index` run after a push of PUSH_PAGES changed pages
     push_wall_s: list[float]  # the same, the whole process (start-up and model load too)
+    load_cpu_s: list[float] = []  # CPU time of the loads (every thread of the process)
+    query_cpu_ms: list[float] = []  # CPU time of each search
+    stage_cpu_ms: dict[str, float] = {}  # p50 CPU time of each part of a query
+    push_cpu_s: list[float] = []  # CPU time of each `docdex index` process (every thread)
 
 
 def version_bytes(data: DataDir) -> dict[str, int]:
@@ -372,6 +379,22 @@ def scale_queries() -> list[str]:
     return [r["query"] for r in random.Random(5).sample(rows, QUERIES)]
 
 
+class Clock:
+    """Wall and CPU time (this process, every thread) of what runs inside it, appended to
+    two lists: on a machine shared with other jobs, CPU time is what the work costs and
+    wall time what it took."""
+
+    def __init__(self, wall: list[float], cpu: list[float]) -> None:
+        self.wall, self.cpu = wall, cpu
+
+    def __enter__(self) -> None:
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall.append(time.perf_counter() - self._wall)
+        self.cpu.append(time.process_time() - self._cpu)
+
+
 def in_process(data: DataDir, embedder: Embedder, queries: list[str]) -> dict:
     """Version loads, then every query once through `search`, then the parts of each."""
     from docdex.server.boot import load_snapshot
@@ -379,37 +402,42 @@ def in_process(data: DataDir, embedder: Embedder, queries: list[str]) -> dict:
 
     load = load_snapshot(data, embedder)  # what `docdex serve` runs per version: open, warm
     version = current_version(data)
-    loads = []
+    loads, load_cpu = [], []
     for _ in range(LOADS):
-        started = time.perf_counter()
-        snapshot = load(version)
-        loads.append(time.perf_counter() - started)
+        with Clock(loads, load_cpu):
+            snapshot = load(version)
         if len(loads) < LOADS:
             snapshot.close()
             del snapshot
     stages = load_parts(data, embedder)
     for query in queries[:5]:  # warm-up: the first searches of a version page its files in
         search(snapshot, embedder, query)
-    times, parts = [], {"embed": [], "bm25": [], "dense": []}
+    times, cpu = [], []
+    parts = {k: ([], []) for k in ("embed", "bm25", "dense")}
     for query in queries:
-        started = time.perf_counter()
-        search(snapshot, embedder, query)
-        times.append(time.perf_counter() - started)
-        started = time.perf_counter()
-        qvec = embedder.embed_query(query)
-        parts["embed"].append(time.perf_counter() - started)
-        started = time.perf_counter()
-        bm25_top(snapshot, profile_query(query), Scope())
-        parts["bm25"].append(time.perf_counter() - started)
-        started = time.perf_counter()
-        dense_top(snapshot, qvec, Scope())
-        parts["dense"].append(time.perf_counter() - started)
-    stages |= {k: round(median(v) * 1000, 2) for k, v in parts.items()}
-    graphs = sum(1 for s in snapshot.segments if s.hnsw is not None)
-    stages["dense_per_segment"] = round(stages["dense"] / max(1, len(snapshot.segments)), 3)
-    stages["hnsw_segments"] = graphs
+        with Clock(times, cpu):
+            search(snapshot, embedder, query)
+        with Clock(*parts["embed"]):
+            qvec = embedder.embed_query(query)
+        with Clock(*parts["bm25"]):
+            bm25_top(snapshot, profile_query(query), Scope())
+        with Clock(*parts["dense"]):
+            dense_top(snapshot, qvec, Scope())
+    stages |= {k: round(median(wall) * 1000, 2) for k, (wall, _cpu) in parts.items()}
+    stage_cpu = {k: round(median(c) * 1000, 2) for k, (_wall, c) in parts.items()}
+    segments = len(snapshot.segments)
+    stage_cpu["dense_per_segment"] = round(stage_cpu["dense"] / max(1, segments), 3)
+    stages["segments"] = segments
+    stages["hnsw_segments"] = sum(1 for s in snapshot.segments if s.hnsw is not None)
     snapshot.close()
-    return {"load_s": loads, "query_ms": [t * 1000 for t in times], "stage_ms": stages}
+    return {
+        "load_s": loads,
+        "load_cpu_s": load_cpu,
+        "query_ms": [t * 1000 for t in times],
+        "query_cpu_ms": [t * 1000 for t in cpu],
+        "stage_ms": stages,
+        "stage_cpu_ms": stage_cpu,
+    }
 
 
 LOAD_PARTS = {  # function name in server/snapshot.py -> what it is
@@ -453,43 +481,69 @@ def pushes(pool: list[tuple[str, str]], plan: Plan, data: Path, build: Build) ->
     """PUSHES pushes of PUSH_PAGES changed pages each, every one indexed by `docdex index`."""
     head = build.commit  # each push on the one before (main may be moved by a build)
     rng = random.Random(build.size)
-    took, wall = [], []
+    took, wall, cpu = [], [], []
     for push in range(PUSHES):
         numbers = rng.sample(range(plan.pages(build.size)), PUSH_PAGES)
         edit = f"\n## Edit {push}\n\nPush {push} changed this page: {time.time_ns()}.\n"
         files = ((page_path(n), page_text(pool, n) + edit) for n in numbers)
         head = fast_import(files, f"push {push}", head)
-        started = time.monotonic()
+        started, cpu_before = time.monotonic(), _children_cpu()
         report = docdex(data, "index")
         wall.append(time.monotonic() - started)
+        cpu.append(_children_cpu() - cpu_before)
         took.append(report["took_s"])
-    return {"push_s": took, "push_wall_s": wall}
+    return {"push_s": took, "push_wall_s": wall, "push_cpu_s": cpu}
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of this process's finished children (every thread)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def measure(pool, plan, build: Build, embedder: Embedder, queries: list[str]) -> Measured:
     cached = data_dir(build.size) / "scale-measured.json"
-    if cached.exists():
-        return msgspec.json.decode(cached.read_bytes(), type=Measured)
-    scratch = WORK / f"scratch-{build.size}"
-    linked_copy(data_dir(build.size), scratch)
-    try:
+    if cached.exists():  # measured; parts measured before CPU times were, again
+        old = msgspec.json.decode(cached.read_bytes(), type=Measured)
+        if not old.query_cpu_ms:
+            old = remeasure(old, in_process(DataDir(data_dir(build.size)), embedder, queries))
+        if not old.push_cpu_s:
+            with scratch_copy(build.size) as scratch:
+                old = remeasure(old, pushes(pool, plan, scratch, build))
+        return old
+    with scratch_copy(build.size) as scratch:
         say(f"[scale] {build.size}: loads and queries in process ...")
         found = in_process(DataDir(scratch), embedder, queries)
         say(f"[scale] {build.size}: docdex serve ...")
         ready, rss = served(scratch, queries)
         say(f"[scale] {build.size}: small pushes ...")
         pushed = pushes(pool, plan, scratch, build)
-        result = Measured(
-            build=build,
-            bytes=version_bytes(DataDir(data_dir(build.size))),
-            serve_ready_s=round(ready, 2),
-            server_rss_mb=round(rss, 1),
-            **found,
-            **pushed,
-        )
+    result = Measured(
+        build=build,
+        bytes=version_bytes(DataDir(data_dir(build.size))),
+        serve_ready_s=round(ready, 2),
+        server_rss_mb=round(rss, 1),
+        **found,
+        **pushed,
+    )
+    cached.write_bytes(msgspec.json.encode(result))
+    return result
+
+
+@contextlib.contextmanager
+def scratch_copy(size: int) -> Iterator[Path]:
+    """A hard-linked copy of a size's data directory to serve and push into, then gone."""
+    scratch = WORK / f"scratch-{size}"
+    linked_copy(data_dir(size), scratch)
+    try:
+        yield scratch
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    cached.write_bytes(msgspec.json.encode(result))
+
+
+def remeasure(old: Measured, found: dict) -> Measured:
+    result = msgspec.structs.replace(old, **found)
+    (data_dir(old.build.size) / "scale-measured.json").write_bytes(msgspec.json.encode(result))
     return result
 
 
@@ -527,16 +581,38 @@ def bench_scale_quick() -> list[Figure]:
 
 
 def summary(row: Measured) -> dict[str, float]:
-    q = row.query_ms
+    q, cpu = row.query_ms, row.query_cpu_ms or row.query_ms
+    loads = row.load_cpu_s or row.load_s
     return {
         "chunks": row.build.chunks,
         "gb": row.bytes["total"] / 1e9,
         "load_s": median(row.load_s[1:] or row.load_s),
+        "load_cpu_s": median(loads[1:] or loads),
         "p50_ms": median(q),
         "p99_ms": percentile(q, 0.99),
+        "p50_cpu_ms": median(cpu),
+        "p99_cpu_ms": percentile(cpu, 0.99),
         "rss_mb": row.server_rss_mb,
         "push_s": median(row.push_s),
+        "push_cpu_s": median(row.push_cpu_s or row.push_s),
     }
+
+
+TARGETS = {  # at 1M chunks: summary key -> (what, unit, limit; None: a ratio to 50k's)
+    "load_cpu_s": ("version load, CPU", "s", 2.0),
+    "p50_cpu_ms": ("query p50, CPU", "ms", 30.0),
+    "rss_mb": ("server RSS after queries", "MB", 1536.0),
+    "push_cpu_s": ("small push, CPU / at the smallest size", "x", None),
+}
+AT = 1_000_000
+PROJECTED = {"gb", "rss_mb", *TARGETS}  # wall times on a shared machine are not projected
+
+
+def projected(rows: list[Measured], key: str) -> float:
+    """The value at AT chunks of a line through the measured sizes (Theil-Sen)."""
+    points = [summary(r) for r in rows]
+    intercept, slope = theil_sen([p["chunks"] for p in points], [p[key] for p in points])
+    return intercept + slope * AT
 
 
 def scale_figures(rows: list[Measured]) -> list[Figure]:
@@ -545,24 +621,33 @@ def scale_figures(rows: list[Measured]) -> list[Figure]:
     for row in rows:
         s = summary(row)
         name = f"scale {row.build.chunks // 1000}k"
-        big = row.build.size >= 1_000_000
-        ratio = s["push_s"] / max(base["push_s"], 1e-6)
         figures += [
             Figure(name, "index on disk", round(s["gb"], 2), "GB"),
             Figure(name, "build (grow) run", row.build.build_s, "s"),
-            _target(name, "version load (in process)", round(s["load_s"], 2), "s", 2, big),
-            _target(name, "query p50 (in process)", round(s["p50_ms"], 1), "ms", 30, big),
-            Figure(name, "query p99 (in process)", round(s["p99_ms"], 1), "ms"),
-            _target(name, "server RSS after queries", round(s["rss_mb"]), "MB", 1536, big),
-            _target(name, "small push / push at 50k", round(ratio, 2), "x", 2, big),
+            Figure(name, "version load, wall", round(s["load_s"], 2), "s"),
+            Figure(name, "version load, CPU", round(s["load_cpu_s"], 2), "s"),
+            Figure(name, "query p50 (in process, wall)", round(s["p50_ms"], 1), "ms"),
+            Figure(name, "query p99 (in process, wall)", round(s["p99_ms"], 1), "ms"),
+            Figure(name, "query p50, CPU", round(s["p50_cpu_ms"], 1), "ms"),
+            Figure(name, "query p99, CPU", round(s["p99_cpu_ms"], 1), "ms"),
+            Figure(name, "server RSS after queries", round(s["rss_mb"]), "MB"),
+            Figure(name, "small push, index run", round(s["push_s"], 2), "s"),
+            Figure(name, "small push, CPU", round(s["push_cpu_s"], 2), "s"),
         ]
+    measured_1m = [r for r in rows if r.build.chunks >= AT * 0.95]
+    for key, (what, unit, limit) in TARGETS.items():
+        if measured_1m:
+            value, label = summary(measured_1m[0])[key], f"at {AT // 1000}k"
+        else:
+            value, label = projected(rows, key), f"projected to {AT // 1000}k ({len(rows)} sizes)"
+        if limit is None:
+            value, limit = value / max(base[key], 1e-9), 2.0
+        figures.append(
+            Figure(
+                "scale", f"{what}, {label}", round(value, 2), unit, f"<= {limit:g}", value <= limit
+            )
+        )
     return figures
-
-
-def _target(name: str, what: str, value: float, unit: str, limit: float, applies: bool):
-    if not applies:
-        return Figure(name, what, value, unit)
-    return Figure(name, what, value, unit, f"<= {limit}", value <= limit)
 
 
 def plot(rows: list[Measured]) -> None:
@@ -576,18 +661,30 @@ def plot(rows: list[Measured]) -> None:
     panels = [
         ("index on disk (GB)", [("total", "gb")], None),
         ("server RSS (MB)", [("after queries", "rss_mb")], 1536),
-        ("version load (s)", [("in process", "load_s")], 2),
-        ("query (ms, in process)", [("p50", "p50_ms"), ("p99", "p99_ms")], 30),
-        ("small push (s, index run)", [("median of 3", "push_s")], 2 * points[0]["push_s"]),
+        ("version load (s)", [("wall", "load_s"), ("CPU", "load_cpu_s")], 2),
+        ("query, in process (ms)", [("p50 CPU", "p50_cpu_ms"), ("p50 wall", "p50_ms")], 30),
+        (
+            "small push (s)",
+            [("CPU", "push_cpu_s"), ("index run, wall", "push_s")],
+            2 * points[0]["push_cpu_s"],
+        ),
     ]
-    fig, axes = plt.subplots(1, len(panels), figsize=(18, 3.6))
+    fig, axes = plt.subplots(1, len(panels), figsize=(18, 3.8))
     for ax, (title, series, target) in zip(axes, panels, strict=True):
         for label, key in series:
-            ax.plot(x, [p[key] for p in points], marker="o", label=label)
+            line = ax.plot(x, [p[key] for p in points], marker="o", label=label)[0]
+            if x[-1] < AT / 1e6 and len(rows) > 1 and key in PROJECTED:
+                ax.plot(
+                    [x[-1], AT / 1e6],
+                    [points[-1][key], projected(rows, key)],
+                    linestyle=":",
+                    color=line.get_color(),
+                )
         if target is not None:
             ax.axhline(target, color="tab:red", linestyle="--", linewidth=1, label="target at 1M")
         ax.set_title(title, fontsize=10)
-        ax.set_xlabel("million chunks")
+        ax.set_xlabel("million chunks (dotted: projected, CPU)")
+        ax.set_xlim(0, AT / 1e6 * 1.05)
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
@@ -597,19 +694,67 @@ def plot(rows: list[Measured]) -> None:
     plt.close(fig)
 
 
+def markdown_table(rows: list[Measured]) -> str:
+    """The table of docs/benchmarks.md: one column a size."""
+    points = [(r, summary(r)) for r in rows]
+    lines = [
+        ("chunks (windows)", lambda r, s: f"{r.build.chunks:,} ({r.build.windows:,})"),
+        ("pages / segments", lambda r, s: f"{r.build.pages:,} / {r.build.segments}"),
+        ("index on disk", lambda r, s: f"{s['gb'] * 1000:,.0f} MB"),
+        (
+            "of which HNSW / vectors / chunks / text / pages",
+            lambda r, s: (
+                " / ".join(
+                    f"{r.bytes.get(k, 0) / 1e6:,.0f}"
+                    for k in ("hnsw", "vectors", "chunks", "text", "pages")
+                )
+                + " MB"
+            ),
+        ),
+        ("grow run (from the size before)", lambda r, s: f"{r.build.build_s:,.0f} s"),
+        ("version load, CPU / wall", lambda r, s: f"{s['load_cpu_s']:.2f} / {s['load_s']:.2f} s"),
+        ("query p50, CPU / wall", lambda r, s: f"{s['p50_cpu_ms']:.1f} / {s['p50_ms']:.1f} ms"),
+        ("query p99, CPU / wall", lambda r, s: f"{s['p99_cpu_ms']:.1f} / {s['p99_ms']:.1f} ms"),
+        (
+            "query parts p50 CPU: embed / BM25 / dense",
+            lambda r, s: (
+                " / ".join(f"{r.stage_cpu_ms.get(k, 0):.1f}" for k in ("embed", "bm25", "dense"))
+                + " ms"
+            ),
+        ),
+        (
+            "dense, per segment (CPU)",
+            lambda r, s: f"{r.stage_cpu_ms.get('dense_per_segment', 0):.2f} ms",
+        ),
+        ("server RSS after 100 queries", lambda r, s: f"{s['rss_mb']:,.0f} MB"),
+        ("`docdex serve` start to serving", lambda r, s: f"{r.serve_ready_s:.1f} s"),
+        (
+            "small push, median of 3: CPU / index run wall",
+            lambda r, s: f"{s['push_cpu_s']:.2f} / {s['push_s']:.2f} s",
+        ),
+        ("small push: whole `docdex index` process", lambda r, s: f"{median(r.push_wall_s):.1f} s"),
+    ]
+    head = "| | " + " | ".join(f"{r.build.size // 1000}k" for r, _ in points) + " |"
+    rule = "|---|" + "---|" * len(points)
+    body = [f"| {name} | " + " | ".join(f(r, s) for r, s in points) + " |" for name, f in lines]
+    return "\n".join([head, rule, *body])
+
+
 def main(argv: list[str]) -> None:
-    """`build TOP` (build up to TOP chunks), `measure SIZE` (one built size), `report` (the
-    table and plot of every measured size): the steps of `bench_scale`, run apart."""
+    """`build SIZE...` (grow through these sizes), `measure SIZE`, `report` (the table and
+    plot of every measured size): the steps of `bench_scale`, run apart."""
     command, *args = argv
     if command == "build":
-        build_sizes(tuple(s for s in SIZES if s <= int(args[0])))
+        build_sizes(tuple(int(a) for a in args))
     elif command == "measure":
         measure_sizes([b for b in [load_build(int(args[0]))] if b is not None])
     elif command == "report":
-        measured = [data_dir(s) / "scale-measured.json" for s in SIZES]
-        rows = [msgspec.json.decode(p.read_bytes(), type=Measured) for p in measured if p.exists()]
+        found = WORK.glob("data-*/scale-measured.json")
+        rows = [msgspec.json.decode(p.read_bytes(), type=Measured) for p in found]
+        rows.sort(key=lambda r: r.build.size)
         for figure in report(rows):
             print(figure)
+        print(markdown_table(rows))
 
 
 if __name__ == "__main__":
