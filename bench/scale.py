@@ -569,15 +569,18 @@ def measure_sizes(builds: list[Build]) -> list[Measured]:
     return [measure(pool, plan, b, embedder, queries) for b in builds]
 
 
-def report(rows: list[Measured]) -> list[Figure]:
+def report(rows: list[Measured], name: str = "scale") -> list[Figure]:
+    """Figures, results file and (for the whole curve) the plot in docs/img."""
     figures = scale_figures(rows)
-    write_results("scale", figures, {"rows": msgspec.to_builtins(rows)})
-    plot(rows)
+    write_results(name, figures, {"rows": msgspec.to_builtins(rows)})
+    if len(rows) > 1:
+        plot(rows)
     return figures
 
 
 def bench_scale_quick() -> list[Figure]:
-    return bench_scale(QUICK_SIZES)
+    builds = build_sizes(QUICK_SIZES)
+    return report(measure_sizes(builds), "scale-quick")
 
 
 def summary(row: Measured) -> dict[str, float]:
