@@ -29,6 +29,7 @@ from .reference import unique_embed_inputs
 LAYERS, FFN = 6, 1536
 FP32_LANES, FMA_UNITS = 8, 2  # AVX2: 8 float32 lanes per FMA, two FMA pipes per core (Zen 3)
 TODAY = "package graph, float32 (before)"
+SLICE = 32  # windows per turn of the interleaving: a few seconds of each variant
 
 
 class Variant(msgspec.Struct):
@@ -99,11 +100,18 @@ def run(emb: Embedder, variant: Variant, windows: list[list[int]]) -> tuple[floa
 def interleaved(
     emb: Embedder, all_variants: list[Variant], windows: list[list[int]], rounds: int
 ) -> dict[str, list[float]]:
-    """Seconds per variant per round, every round running each variant once, in turn."""
+    """Seconds per variant per round. Each round goes through the windows a slice at a
+    time and runs every variant on each slice in turn, so that a shift in the machine's
+    load falls on all variants alike."""
     seconds: dict[str, list[float]] = {v.name: [] for v in all_variants}
+    slices = [windows[i : i + SLICE] for i in range(0, len(windows), SLICE)]
     for r in range(rounds):
-        for variant in all_variants:
-            seconds[variant.name].append(run(emb, variant, windows)[0])
+        spent = dict.fromkeys(seconds, 0.0)
+        for part in slices:
+            for variant in all_variants:
+                spent[variant.name] += run(emb, variant, part)[0]
+        for name, total in spent.items():
+            seconds[name].append(total)
         say(f"[embed-graphs] round {r + 1}/{rounds}")
     return seconds
 

@@ -16,7 +16,7 @@ from docdex.model.files import weights_path
 from docdex.model.late_interaction import embed_with_tokens
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-AGREEMENT_FLOOR = 0.99999  # measured minimum over 3,000 real windows: 0.999999 (adr/0020)
+AGREEMENT_FLOOR = 0.99999  # measured: every one of 1,590 real windows above 0.999995 (adr/0020)
 
 
 def real_texts() -> list[str]:
