@@ -5,8 +5,9 @@
 PowerShell-Docs keeps one copy of each reference page per version (reference/5.1, 7.4,
 7.5, 7.6, 7.7). A question judged on reference/7.6/X.md is answered just as well by
 reference/7.5/X.md when that copy has the same section, so every such copy (of the
-relevant entry and of its alts) is written into `alt`, in place. Entries outside
-reference/<version>/ are left as they are. Run it again after editing a judgment.
+relevant entry and of its alts) is written into `alt`, in place. Hand-made entries (paths
+outside reference/<version>/, or in the relevant entry's version) are kept as they are.
+Run it again after editing a judgment.
 """
 
 from __future__ import annotations
@@ -41,13 +42,17 @@ def copies_of(entry: dict, corpus: Corpus, all_versions: list[str]) -> list[dict
 
 
 def with_copies(row: dict, corpus: Corpus, all_versions: list[str]) -> dict:
-    own = [e for e in row.get("alt", []) if _VERSIONED.match(e.get("path", ""))]
-    base = row["relevant"][0]["path"]
-    same_page = [e for e in own if e["path"] == base] + [
-        e for e in row.get("alt", []) if not _VERSIONED.match(e.get("path", ""))
-    ]
-    alt: list[dict] = list(same_page)
-    for entry in row["relevant"] + [e for e in own if e["path"] == base]:
+    """Keep the hand-made judgments (unversioned paths and the relevant entry's version)
+    and regenerate every other version's copy of them."""
+    primary = _VERSIONED.match(row["relevant"][0]["path"])
+    version = primary.group(1) if primary else "7.6"
+
+    def hand_made(entry: dict) -> bool:
+        match = _VERSIONED.match(entry.get("path", ""))
+        return match is None or match.group(1) == version
+
+    alt = [e for e in row.get("alt", []) if hand_made(e)]
+    for entry in row["relevant"] + list(alt):
         alt.extend(c for c in copies_of(entry, corpus, all_versions) if c not in alt)
     out = {k: v for k, v in row.items() if k not in ("alt", "split")}
     if alt:
