@@ -27,22 +27,40 @@ def embed_with_tokens(
     embedder: Embedder, texts: list[str], progress: Callable[[int], None] | None = None
 ) -> tuple[np.ndarray, np.ndarray, list[Tokens]]:
     """Window vectors exactly as `Embedder.embed_texts` makes them (vectors, owner), and per
-    text its token vectors (float16 unit rows) and ids (uint16)."""
+    text its token vectors (float16 unit rows) and ids (uint16). Each batch's rows are
+    reduced to their content tokens as float16 at once, so no batch's hidden states outlive
+    it (they would otherwise stay referenced until the whole group of texts is packed)."""
     windows, owner = embedder.token_windows(texts)
     vectors = np.empty((len(windows), embedder.info.dim), dtype=np.float32)
-    rows: list[np.ndarray | None] = [None] * len(windows)
+    rows: list[Tokens] = []
     if windows:
+        rows = [_EMPTY] * len(windows)
+        cuts = _overlap_cuts(owner, embedder.info.window_overlap)
+        skip = embedder.skip_mask
         lengths = np.fromiter((len(w) for w in windows), dtype=np.int64, count=len(windows))
         for group in _token_batches(lengths, embedder.token_budget, embedder.max_batch):
             hidden, mask = embedder.hidden_states([windows[k] for k in group])
             vectors[group] = mean_pooled(hidden, mask)
             for j, k in enumerate(group):
-                rows[k] = hidden[j, 1 : len(windows[k]) - 1]
+                start, end = 1 + cuts[k], len(windows[k]) - 1
+                ids = np.asarray(windows[k][start:end], dtype=np.uint16)
+                rows[k] = _content_rows(hidden[j, start:end], ids, skip)
             if progress is not None:
                 progress(len(group))
-    per_text = _tokens_per_text(windows, owner, rows, len(texts), embedder.info.window_overlap)
-    skip = embedder.skip_mask
-    return vectors, owner, [_drop_skipped(v, i, skip) for v, i in per_text]
+    return vectors, owner, _tokens_per_text(owner, rows, len(texts))
+
+
+_EMPTY: Tokens = (np.zeros((0, 0), np.float16), np.zeros(0, np.uint16))
+
+
+def _overlap_cuts(owner: np.ndarray, overlap: int) -> list[int]:
+    """Per window, how many leading tokens its text's previous window already stored."""
+    seen: set[int] = set()
+    cuts = []
+    for text in owner.tolist():
+        cuts.append(overlap if text in seen else 0)
+        seen.add(text)
+    return cuts
 
 
 @dataclass
@@ -81,25 +99,17 @@ def _token_batches(lengths: np.ndarray, budget: int, max_batch: int) -> list[np.
     return groups
 
 
-def _tokens_per_text(windows, owner, rows, n_texts: int, overlap: int) -> list[Tokens]:
-    parts: list[list[tuple[np.ndarray, list[int]]]] = [[] for _ in range(n_texts)]
-    for k, window in enumerate(windows):
-        text = int(owner[k])
-        ids = window[1:-1]
-        cut = overlap if parts[text] else 0  # the overlap was stored with the previous window
-        parts[text].append((rows[k][cut:], ids[cut:]))
-    out = []
-    for chunks in parts:
-        if not chunks:
-            out.append((np.zeros((0, 0), np.float32), np.zeros(0, np.uint16)))
-            continue
-        vecs = np.concatenate([c[0] for c in chunks])
-        ids = np.asarray([i for c in chunks for i in c[1]], dtype=np.uint16)
-        out.append((vecs, ids))
-    return out
+def _tokens_per_text(owner: np.ndarray, rows: list[Tokens], n_texts: int) -> list[Tokens]:
+    parts: list[list[Tokens]] = [[] for _ in range(n_texts)]
+    for text, part in zip(owner.tolist(), rows, strict=True):
+        parts[text].append(part)
+    return [
+        (np.concatenate([v for v, _ in p]), np.concatenate([i for _, i in p])) if p else _EMPTY
+        for p in parts
+    ]
 
 
-def _drop_skipped(vecs: np.ndarray, ids: np.ndarray, skip: np.ndarray) -> Tokens:
+def _content_rows(vecs: np.ndarray, ids: np.ndarray, skip: np.ndarray) -> Tokens:
     """Keep content tokens, as float16 unit rows (half the memory until they are packed)."""
     if not len(ids):
         return vecs.astype(np.float16), ids
