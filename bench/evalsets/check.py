@@ -19,6 +19,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from docdex.server.evaluate import norm_heading
+
 HERE = Path(__file__).resolve().parent
 
 SETS = {  # file -> corpus (a key of bench.common.CORPORA)
@@ -154,10 +156,6 @@ def reader_text(markdown: str) -> str:
     return re.sub("\0(\\d+)\0", lambda m: spans[int(m.group(1))], text)
 
 
-def fold(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
 def headings_of(markdown: str) -> set[str]:
     """The folded headings of a page: ATX, setext, and <details> summaries."""
     found: set[str] = set()
@@ -174,11 +172,11 @@ def headings_of(markdown: str) -> set[str]:
             continue
         atx = _ATX.match(line)
         if atx:
-            found.add(fold(reader_text(atx.group(2) or "")))
+            found.add(norm_heading(reader_text(atx.group(2) or "")))
         elif _SETEXT.match(line) and previous.strip() and not previous.startswith("    "):
-            found.add(fold(reader_text(previous)))
+            found.add(norm_heading(reader_text(previous)))
         previous = line
-    found.update(fold(reader_text(m.group(1))) for m in _SUMMARY.finditer(markdown))
+    found.update(norm_heading(reader_text(m.group(1))) for m in _SUMMARY.finditer(markdown))
     found.discard("")
     return found
 
@@ -273,7 +271,7 @@ def check_corpus(name: str, rows: list[tuple[int, dict]], corpus: Corpus, proble
             path = entry.get("path", "")
             if path not in corpus.paths:
                 problems.add(where, f"{path} is not in the corpus at its head")
-            elif entry.get("heading") and fold(entry["heading"]) not in headings_of(
+            elif entry.get("heading") and norm_heading(entry["heading"]) not in headings_of(
                 corpus.text(path)
             ):
                 problems.add(where, f"{entry['heading']!r} is not a heading of {path}")

@@ -16,7 +16,9 @@ import json
 import re
 import sys
 
-from bench.evalsets.check import HERE, SETS, Corpus, fold, headings_of, open_corpus
+from docdex.server.evaluate import norm_heading
+
+from bench.evalsets.check import HERE, SETS, Corpus, headings_of, open_corpus
 
 _VERSIONED = re.compile(r"^reference/([0-9.]+)/(.+)$")
 
@@ -35,7 +37,7 @@ def copies_of(entry: dict, corpus: Corpus, all_versions: list[str]) -> list[dict
         if (
             path != entry["path"]
             and path in corpus.paths
-            and fold(entry["heading"]) in headings_of(corpus.text(path))
+            and norm_heading(entry["heading"]) in headings_of(corpus.text(path))
         ):
             found.append({"path": path, "heading": entry["heading"]})
     return found

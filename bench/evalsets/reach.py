@@ -16,14 +16,15 @@ import json
 import sys
 
 from docdex.indexer.markdown import parse_page
+from docdex.server.evaluate import norm_heading
 
-from bench.evalsets.check import HERE, SETS, Corpus, fold, open_corpus
+from bench.evalsets.check import HERE, SETS, Corpus, open_corpus
 
 
 def breadcrumbs(corpus: Corpus, path: str, cache: dict[str, set[str]]) -> set[str]:
     if path not in cache:
         page = parse_page(corpus.text(path), path)
-        cache[path] = {fold(h) for chunk in page.chunks for h in chunk.headings}
+        cache[path] = {norm_heading(h) for chunk in page.chunks for h in chunk.headings}
     return cache[path]
 
 
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             judged += 1
             if not any(
-                fold(e["heading"]) in breadcrumbs(corpus, e["path"], cache) for e in entries
+                norm_heading(e["heading"]) in breadcrumbs(corpus, e["path"], cache) for e in entries
             ):
                 unreachable += 1
                 missing.append(row["id"])
