@@ -573,11 +573,16 @@ def absent_share(snapshot: Snapshot, profile: QueryProfile) -> float:
         ((CJK_FIELD,), t) for t in profile.cjk
     ]:
         df = sum(searcher.doc_freq(name, term) for name in fields)
-        idf = math.log(1 + total / (1 + df))
+        idf = term_idf(total, df)
         weight += idf
         if df == 0 and len(term) > 1 and term not in ignored:
             absent += idf
     return absent / weight if weight else 0.0
+
+
+def term_idf(total: int, df: int) -> float:
+    """The weight of a query term in the IDF-weighted shares of low_confidence."""
+    return math.log(1 + total / (1 + df))
 
 
 @lru_cache(maxsize=4)
@@ -607,7 +612,7 @@ def lexical_coverage(snapshot: Snapshot, profile: QueryProfile, cand: Candidate)
     total = searcher.num_docs or 1
     weight = hit = 0.0
     for field_term in wanted:
-        idf = math.log(1 + total / (1 + searcher.doc_freq(*field_term)))
+        idf = term_idf(total, searcher.doc_freq(*field_term))
         weight += idf
         hit += idf if field_term in present else 0.0
     return hit / weight if weight else 0.0
