@@ -95,12 +95,18 @@ def test_every_stage_of_a_run_fails_cleanly_on_a_full_disk(tmp_path, mnt, embedd
     assert leftovers(data) == []
 
 
-def test_docdex_index_says_so_in_one_line(tmp_path, mnt, embedder):
+def indexed_then_moved(tmp_path: Path, mnt: Path, embedder, old: str, new: str) -> DataDir:
+    """Version 1 published on the tmpfs, then a push (not yet indexed) moving `old` to `new`."""
     ws = build_workspace(tmp_path / "repo")
     data = DataDir(mnt / "data")
     index_workspace(data, ws, embedder)
-    ws.move("reference", "api")
-    ws.commit_and_push("move the reference")
+    ws.move(old, new)
+    ws.commit_and_push(f"move {old}")
+    return data
+
+
+def test_docdex_index_says_so_in_one_line(tmp_path, mnt, embedder):
+    data = indexed_then_moved(tmp_path, mnt, embedder, "reference", "api")
     resize(mnt, 0)
     done = docdex(data, "index")
     assert done.returncode == 1
@@ -116,11 +122,7 @@ def test_docdex_index_says_so_in_one_line(tmp_path, mnt, embedder):
 
 
 def test_the_worker_keeps_the_request_until_there_is_room(tmp_path, mnt, embedder):
-    ws = build_workspace(tmp_path / "repo")
-    data = DataDir(mnt / "data")
-    index_workspace(data, ws, embedder)
-    ws.move("faq.md", "help/faq.md")
-    ws.commit_and_push("move the faq")
+    data = indexed_then_moved(tmp_path, mnt, embedder, "faq.md", "help/faq.md")
     file_request(data, "docs", origin="hook")
     resize(mnt, 0)  # not even room for the lock's pid or the failure record
     done = docdex(data, "worker", "--once")
