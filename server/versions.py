@@ -176,14 +176,19 @@ class VersionHolder:
             old, self._entry = self._entry, new
             self._swaps += 1
             self._error = None
-            if old is not None:
-                old.retired = True
-                if old.leases:
-                    self._held_old.append(old)
+            close_now = old is not None and self._retire(old)
         previous = f" (was {old.snapshot.version})" if old else ""
         log.info("serving version %d%s, loaded in %.0f ms", snapshot.version, previous, load_ms)
-        if old is not None and not old.leases:
+        if close_now:
             self._close(old, "no search holds it")
+
+    def _retire(self, entry: _Entry) -> bool:
+        """Under the lock: `entry` is served no more; True when no search holds it, so the
+        caller closes it now, else the last search to release it does."""
+        entry.retired = True
+        if entry.leases:
+            self._held_old.append(entry)
+        return not entry.leases
 
     def refresh(self) -> None:
         """Follow CURRENT once: load and swap in the version it names, if it is new."""
@@ -255,12 +260,9 @@ class VersionHolder:
         with self._lock:
             damaged, self._entry = self._entry, None
             self._error = self._refused.error if self._refused else "damaged"
-        if damaged is not None:
-            damaged.retired = True
-            if damaged.leases:
-                self._held_old.append(damaged)
-            else:
-                self._close(damaged, "its files are damaged")
+            close_now = damaged is not None and self._retire(damaged)
+        if close_now:
+            self._close(damaged, "its files are damaged")
         self._fall_back(below=version)
 
     def _fall_back(self, below: int | None) -> None:
