@@ -27,6 +27,7 @@ DOC_SOURCE = re.compile(rf"{SOURCE_NAME.pattern}(?:@{REF_NAME.pattern})?")
 
 SourceKind = Literal["bare", "checkout", "remote"]
 _CHUNKER = ChunkerSettings()  # the chunker's defaults are the format's
+MERGED_SEGMENTS = 8  # streamed segments' worth of chunks in one merged segment, by default
 
 
 class ConfigError(Exception):
@@ -50,6 +51,10 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # a run writes its new chunks as a segment whenever this many are pending (bounds its
     # memory); a segment of this many chunks or more is full and never merged for its count
     segment_chunks: Annotated[int, msgspec.Meta(ge=1)] = 8192
+    # compaction merges segments into ones of up to this many chunks (0 = MERGED_SEGMENTS
+    # times segment_chunks), so a large corpus is a few large graphs; a segment this big is
+    # full and is rewritten only to drop dead chunks (adr/0024)
+    merged_chunks: Annotated[int, msgspec.Meta(ge=0)] = 0
     threads: int = 0  # embedder threads; 0 = all cores
     nice: int = 10  # niceness of background indexing (worker)
     cycle_timeout_s: int = 3600  # the worker kills an indexing cycle that runs longer
@@ -62,6 +67,14 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def cores(self) -> int:
         """Threads for embedding and graph building: `threads`, else every core."""
         return self.threads or os.cpu_count() or 1
+
+    def full_segment_chunks(self) -> int:
+        """The size at which a segment is full. With token vectors, merges stay at
+        `segment_chunks`: a merge holds its output's token rows in memory (about 7 KB a
+        window), which at the merged size would outgrow the memory of a whole index run."""
+        if self.late_interaction:
+            return self.segment_chunks
+        return max(self.merged_chunks or MERGED_SEGMENTS * self.segment_chunks, self.segment_chunks)
 
     def chunker(self) -> ChunkerSettings:
         return ChunkerSettings(

@@ -1,16 +1,17 @@
 """Compaction: keep the number of dense segments small without rewriting big ones.
 
-A segment written with at least `full_chunks` chunks (the `segment_chunks` setting: what a
-large run writes per segment) is full: it is rewritten only when more than MAX_DEAD_SHARE of
-its chunks are dead, to drop them. The other segments are size-tiered: a segment's tier is
-its live chunk count's order of magnitude in base TIER_FACTOR, and when one tier holds more
-than `max_segments` segments they are merged into one, which lands in a higher tier. A push
-therefore merges with other pushes of its size, not with everything pushed since the first
-run: each chunk is rewritten about once per tier, not once per merge (adr/0012). A small
-segment more than MAX_DEAD_SHARE dead is rewritten too. Merging reuses stored vectors
-(nothing is embedded again) and writes segments of at most `full_chunks` chunks, so neither
-a first run's bulk segments nor a compaction ever make one segment the size of the corpus.
-"""
+A segment with at least `full_chunks` chunks (Settings.full_segment_chunks: by default eight
+of the segments a large run streams) is full: it is rewritten only when more than
+MAX_DEAD_SHARE of its chunks are dead, to drop them. The other segments are size-tiered: a
+segment's tier is its live chunk count's order of magnitude in base TIER_FACTOR, and when one
+tier holds more than `max_segments` segments they are merged into one, which lands in a
+higher tier. A push therefore merges with other pushes of its size, not with everything
+pushed since the first run: each chunk is rewritten about once per tier, not once per merge
+(adr/0012). The streamed segments of a large run are one more tier, so a corpus ends up in a
+few large graphs rather than many (a search visits every graph; adr/0024). A small segment
+more than MAX_DEAD_SHARE dead is rewritten too. Merging reuses stored vectors (nothing is
+embedded again) and writes segments of at most `full_chunks` chunks, so no compaction ever
+makes one segment the size of the corpus."""
 
 from __future__ import annotations
 
@@ -38,10 +39,15 @@ class CompactionPolicy(msgspec.Struct, frozen=True):
 def choose_victims(segments: list[SegmentRef], policy: CompactionPolicy) -> list[SegmentRef]:
     """The segments to rewrite, in their order in the version. All of them merge into one
     run of output segments, so the plan follows that output: a tier it would overflow joins
-    the same merge (one rewrite, not one per run)."""
+    the same merge (one rewrite, not one per run), and so does every segment of a lower tier
+    than the merge's (a graph less for every search, for a rewrite of the smallest ones)."""
     victims = [s for s in segments if _mostly_dead(s)]
     others = [s for s in segments if s.chunks < policy.full_chunks and not _mostly_dead(s)]
     while True:
+        if victims:  # the segments of lower tiers come along: little to rewrite, one less
+            low = min(size_tier(_live(v)) for v in victims)
+            victims += [s for s in others if size_tier(_live(s)) < low]
+            others = [s for s in others if size_tier(_live(s)) >= low]
         output = sum(_live(v) for v in victims) % policy.full_chunks  # its partial segment
         sizes = [_live(s) for s in others] + ([output] if output else [])
         tier = _overflowing(sizes, policy.max_segments)

@@ -11,7 +11,6 @@ manifest naming all of it, and collects garbage.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import resource
@@ -126,7 +125,7 @@ class RunContext:
     previous: Manifest | None  # the version the run starts from
     version: int  # the version it publishes
     model: EmbedderInfo  # the model's identity: content hashes and the manifest record it
-    load_embedder: Callable[[], Embedder]  # the model itself, loaded at its first use
+    load_embedder: LazyModel  # the model itself, loaded at its first use
     rebuild: bool  # re-read every file (asked for, first run, or other chunker settings)
     worktree: bool = False  # checkouts: index the working tree instead of the branch head
     dirty: Dirty | None = None  # per source, paths to look at (None: all)
@@ -247,7 +246,7 @@ def _context(
         model=embedder.info
         if embedder
         else model_info(settings.window_tokens, settings.window_overlap),
-        load_embedder=_embedder_loader(settings, embedder),
+        load_embedder=LazyModel(settings, embedder),
         rebuild=full
         or previous is None
         or previous.chunker != settings.chunker()
@@ -270,15 +269,25 @@ def load_embedder(settings: Settings) -> Embedder:
     )
 
 
-def _embedder_loader(settings: Settings, loaded: Embedder | None) -> Callable[[], Embedder]:
+class LazyModel:
     """The model, loaded once at the first call: a run that embeds nothing (nothing changed,
-    renames, deletions) never loads it."""
+    renames, deletions) never loads it. `release()` drops a model the run loaded itself once
+    nothing is left to embed, so that compaction's merge buffers do not sit on top of its
+    session (about 80 MB of PowerShell-Docs' peak; adr/0024)."""
 
-    @functools.cache
-    def load() -> Embedder:
-        return loaded or load_embedder(settings)
+    def __init__(self, settings: Settings, given: Embedder | None) -> None:
+        self._settings, self._given = settings, given
+        self._loaded: Embedder | None = None
 
-    return load
+    def __call__(self) -> Embedder:
+        if self._given is not None:
+            return self._given
+        if self._loaded is None:
+            self._loaded = load_embedder(self._settings)
+        return self._loaded
+
+    def release(self) -> None:
+        self._loaded = None
 
 
 def _run(
@@ -293,6 +302,7 @@ def _run(
         if not changed and not _states_changed(ctx, run):
             return _report(ctx, run, started)
         run.stream.flush()
+        ctx.load_embedder.release()  # nothing is embedded after the last segment
         manifest = _publish(ctx, run)
         drop_versions(ctx.data, list(ctx.damaged_versions))
     finally:
@@ -686,7 +696,7 @@ def _content_hash(info: EmbedderInfo, text: str) -> str:
 def _publish(ctx: RunContext, run: RunState) -> Manifest:
     segments = _live_segments(ctx, run)
     pages_by_source = _final_pages(run)
-    policy = CompactionPolicy(ctx.settings.max_segments, ctx.settings.segment_chunks)
+    policy = CompactionPolicy(ctx.settings.max_segments, ctx.settings.full_segment_chunks())
     segments, pages_by_source, run.compacted = compact(
         ctx.data,
         ctx.version,

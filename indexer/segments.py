@@ -26,6 +26,7 @@ from docdex.index_format.tokens import (
 
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
+HNSW_ADD_ROWS = 4096  # rows given to hnswlib at a time
 
 
 def new_segment_id(version: int) -> str:
@@ -67,14 +68,15 @@ def write_segment(
 
 
 def build_hnsw(vectors: np.ndarray, threads: int) -> hnswlib.Index:
+    """The graph of `vectors` (float16 or float32), added a slice at a time: the float32
+    copy hnswlib is given is one slice, not the whole segment (a merged segment's is 100 MB)."""
     index = hnswlib.Index(space="cosine", dim=vectors.shape[1])
     index.init_index(
         max_elements=max(1, len(vectors)), ef_construction=HNSW_EF_CONSTRUCTION, M=HNSW_M
     )
-    if len(vectors):
-        index.add_items(
-            np.asarray(vectors, dtype=np.float32), np.arange(len(vectors)), num_threads=threads
-        )
+    for start in range(0, len(vectors), HNSW_ADD_ROWS):
+        rows = np.asarray(vectors[start : start + HNSW_ADD_ROWS], dtype=np.float32)
+        index.add_items(rows, np.arange(start, start + len(rows)), num_threads=threads)
     return index
 
 
@@ -160,7 +162,7 @@ class _MergeBuffer:
 
     def write(self, data: DataDir, segment_id: str, threads: int) -> tuple[SegmentRef, Moves]:
         tokens = concat_chunks(self.token_parts, self.dim) if self.token_parts else None
-        vectors = np.concatenate(self.blocks)
+        vectors, self.blocks = np.concatenate(self.blocks), []
         segment = write_segment(data, segment_id, self.chunks, vectors, threads, tokens)
         moved = {
             origin: ChunkRef(

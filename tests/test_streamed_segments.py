@@ -26,6 +26,7 @@ from fixtures import pushed_workspace
 from gitrepo import Workspace
 
 BOUND = 4  # chunks per streamed segment in these tests
+STREAMED = {"segment_chunks": BOUND, "merged_chunks": BOUND}  # streamed segments stay as written
 TOPICS = ["replication", "backups", "tokens", "logging", "upgrades", "caching", "quotas"]
 COPY = """# Shared appendix
 
@@ -90,7 +91,7 @@ def assert_refs_point_home(data: DataDir) -> None:
 
 def test_a_run_writes_several_segments_and_every_chunk_is_found(tmp_path, ws, embedder):
     data = DataDir(tmp_path / "data")
-    report = run(data, make_config(ws, segment_chunks=BOUND), embedder)
+    report = run(data, make_config(ws, **STREAMED), embedder)
     manifest = load_current(data)
     assert report.segments_written >= 4 and len(manifest.segments) == report.segments_written
     assert all(s.chunks >= BOUND for s in manifest.segments[:-1])  # pages are never split
@@ -115,11 +116,19 @@ def test_a_run_writes_several_segments_and_every_chunk_is_found(tmp_path, ws, em
         snapshot.close()
 
 
-def test_streamed_version_equals_a_single_segment_version(tmp_path, ws, embedder):
+@pytest.mark.parametrize("merged", [BOUND, 0])
+def test_streamed_version_equals_a_single_segment_version(tmp_path, ws, embedder, merged):
+    """Streamed segments as written (merged = BOUND: they are full), and merged at the end of
+    the run into one graph, their tier overflowing (0: the default, eight streamed segments'
+    worth; adr/0024): the same index either way."""
     streamed, single = DataDir(tmp_path / "streamed"), DataDir(tmp_path / "single")
-    run(streamed, make_config(ws, segment_chunks=BOUND), embedder)
+    settings = {"segment_chunks": BOUND, "merged_chunks": merged, "max_segments": 2}
+    report = run(streamed, make_config(ws, **settings), embedder)
     run(single, make_config(ws), embedder)
     assert len(load_current(single).segments) == 1
+    assert report.segments_written >= 4
+    assert len(load_current(streamed).segments) == (1 if merged == 0 else report.segments_written)
+    assert report.compacted == (merged == 0)
 
     def content(data: DataDir):
         manifest, pages, dense, text = live_state(data)
@@ -144,7 +153,7 @@ def test_streamed_version_equals_a_single_segment_version(tmp_path, ws, embedder
 
 def test_later_runs_reuse_vectors_and_a_push_writes_one_small_segment(tmp_path, ws, embedder):
     data = DataDir(tmp_path / "data")
-    config = make_config(ws, segment_chunks=BOUND, max_segments=10)
+    config = make_config(ws, **STREAMED, max_segments=10)
     first = run(data, config, embedder)
     before = chunk_vectors(data)
 
@@ -169,7 +178,7 @@ def test_later_runs_reuse_vectors_and_a_push_writes_one_small_segment(tmp_path, 
 
 def test_compaction_merges_small_segments_and_leaves_full_ones(tmp_path, ws, embedder):
     data = DataDir(tmp_path / "data")
-    config = make_config(ws, segment_chunks=BOUND, max_segments=2)
+    config = make_config(ws, **STREAMED, max_segments=2)
     run(data, config, embedder)
     full = {s.id for s in load_current(data).segments if s.chunks >= BOUND}
     assert len(full) >= 3
@@ -242,6 +251,32 @@ def test_a_merge_whose_output_would_overflow_a_tier_takes_that_tier_along():
     # (120 live: one full segment and 20 in tier 2, not 120 in tier 3 beside x and y)
     big = [seg(f"t2-{i}", 40) for i in range(3)] + [seg("x", 70), seg("y", 80)]
     assert [s.id for s in choose_victims(big, policy)] == ["t2-0", "t2-1", "t2-2"]
+
+
+def test_streamed_segments_merge_into_one_graph_taking_the_smaller_tiers_along():
+    """Above the streamed size the tiers go on up to full_chunks (adr/0024): a first run's
+    seven streamed segments overflow their tier and merge, and its last, smaller segment and
+    the pushes beside it come along (PowerShell-Docs: 8 segments become 1)."""
+    from docdex.index_format.config import Settings
+
+    policy = CompactionPolicy(max_segments=4, full_chunks=Settings().full_segment_chunks())
+    streamed = [seg(f"s{i}", 8192) for i in range(7)]
+    rest = [seg("last", 3600), seg("push", 3)]
+    victims = choose_victims(streamed + rest, policy)
+    assert [s.id for s in victims] == [s.id for s in streamed + rest]
+    assert choose_victims(streamed[:4] + rest, policy) == []  # four per tier are allowed
+    full = [seg(f"f{i}", policy.full_chunks) for i in range(6)]
+    assert choose_victims(full + rest, policy) == []  # full segments only drop dead rows
+
+
+def test_merged_segments_are_eight_streamed_ones_unless_token_vectors_are_on():
+    from docdex.index_format.config import Settings
+
+    assert Settings().full_segment_chunks() == 8 * 8192
+    assert Settings(segment_chunks=100).full_segment_chunks() == 800
+    assert Settings(segment_chunks=100, merged_chunks=250).full_segment_chunks() == 250
+    assert Settings(segment_chunks=100, merged_chunks=50).full_segment_chunks() == 100
+    assert Settings(segment_chunks=100, late_interaction=True).full_segment_chunks() == 100
 
 
 def test_pushes_of_one_size_are_rewritten_once_per_tier_not_once_per_push():
