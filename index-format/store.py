@@ -131,15 +131,16 @@ def point_current(data: DataDir, version: int) -> None:
 class ChunkTable(Sequence[ChunkRecord]):
     """A segment's chunk records, each read from chunks.msgpack and decoded when asked for.
 
-    Opening finds where each record starts and checks that every record decodes, so a
-    corrupt file is refused at load; afterwards a record is one `pread` and a decode. A
-    server over a large corpus so holds no chunk text in memory, and no mapped file pages
-    either (which would count in its RSS): only an open descriptor, kept so that a file
-    deleted by the garbage collector stays readable (adr/0008)."""
+    Opening finds where each record starts, and with `decode_all` checks that every record
+    decodes, so a corrupt file is refused at load (a version with checksums has its bytes
+    checked by hash instead; the framing is checked either way); afterwards a record is one
+    `pread` and a decode. A server over a large corpus so holds no chunk text in memory, and
+    no mapped file pages either (which would count in its RSS): only an open descriptor,
+    kept so that a file deleted by the garbage collector stays readable (adr/0008)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, decode_all: bool = True) -> None:
         self._fd = _descriptor_for(self, path)
-        self._offsets = _scan_records(self._fd)
+        self._offsets = _scan_records(self._fd, decode_all)
 
     def __len__(self) -> int:
         return len(self._offsets) - 1
@@ -195,18 +196,19 @@ def _descriptor_for(owner: object, path: Path) -> int:
     return fd
 
 
-def _scan_records(fd: int) -> np.ndarray:
+def _scan_records(fd: int, decode_all: bool) -> np.ndarray:
     size = os.fstat(fd).st_size
     if size == 0:
         raise msgspec.DecodeError("the file is empty")
-    return _record_offsets(os.pread(fd, size, 0))  # freed on return: only offsets stay
+    return _record_offsets(os.pread(fd, size, 0), decode_all)  # freed: only offsets stay
 
 
-def _record_offsets(buffer) -> np.ndarray:
+def _record_offsets(buffer, decode_all: bool) -> np.ndarray:
     """(records + 1,) int64 byte offsets of the records of a msgpack array filling `buffer`.
-    Raises msgspec.DecodeError when the array or any record does not decode."""
+    Raises msgspec.DecodeError when the array does not decode, or (`decode_all`) a record."""
     raws = _raw_list_decoder.decode(buffer)
-    lengths = np.fromiter(map(_record_length, raws), dtype=np.int64, count=len(raws))
+    measure = _record_length if decode_all else len
+    lengths = np.fromiter(map(measure, raws), dtype=np.int64, count=len(raws))
     header = len(buffer) - int(lengths.sum())  # the array's own header precedes the records
     return np.concatenate([[header], header + np.cumsum(lengths)]).astype(np.int64)
 
@@ -246,10 +248,11 @@ class Segment:
         )
 
 
-def load_segment(data: DataDir, segment_id: str, dim: int) -> Segment:
+def load_segment(data: DataDir, segment_id: str, dim: int, decode_all: bool = True) -> Segment:
+    """`decode_all`: check that every chunk record decodes (see ChunkTable)."""
     path = data.segment(segment_id)
     try:
-        chunks = ChunkTable(path / CHUNKS_FILE)
+        chunks = ChunkTable(path / CHUNKS_FILE, decode_all)
     except FileNotFoundError:
         raise IndexFormatError(f"segment {segment_id} is missing ({path})") from None
     except msgspec.DecodeError as exc:

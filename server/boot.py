@@ -19,8 +19,8 @@ from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.runtime.logs import configure_logging, is_configured
 
 from .documents import Docs
-from .model import load_embedder
-from .search import search, searched_exactly
+from .model import start_loading
+from .search import identifier_vocabulary, search, searched_exactly
 from .snapshot import Snapshot
 from .versions import VersionHolder
 
@@ -38,8 +38,9 @@ class Boot:
     def __init__(self) -> None:
         self.t0 = _process_start() or time.monotonic()
 
-    def mark(self, what: str) -> None:
-        ms = round((time.monotonic() - self.t0) * 1000)
+    def mark(self, what: str, at: float | None = None) -> None:
+        """Log `what` at `at` (a time.monotonic() reading; None: now)."""
+        ms = round(((time.monotonic() if at is None else at) - self.t0) * 1000)
         log.info("[boot +%d ms] %s", ms, what, extra={"event": "boot", "fields": {"ms": ms}})
 
 
@@ -64,12 +65,17 @@ def setup_logging() -> None:
 
 def open_docs(data: DataDir, boot: Boot, model: Future[Embedder] | None = None) -> Docs:
     """The model and the version CURRENT names (when there is one), ready to answer.
-    `model`: the model already loading (model.start_loading), else it is loaded here."""
+    `model`: the model already loading (model.start_loading), else it starts loading here.
+    The version is opened while the model loads (onnxruntime builds its session without the
+    GIL); only its warm-up search waits for the model."""
     reranker = load_config(data).settings.reranker
-    embedder = model.result() if model else load_embedder(data)
-    boot.mark(f"model loaded: {embedder.info.id} ({embedder.info.dim} dims)")
-    holder = VersionHolder(data, load_snapshot(data, embedder, reranker))
+    model = model or start_loading(data)
+    loaded: list[float] = []  # when the model was ready, noted by its own thread
+    model.add_done_callback(lambda _: loaded.append(time.monotonic()))
+    holder = VersionHolder(data, load_snapshot(data, model, reranker))
     holder.refresh()
+    embedder = model.result()
+    boot.mark(f"model loaded: {embedder.info.id} ({embedder.info.dim} dims)", *loaded[:1])
     served = holder.serving
     why = holder.stats().error
     boot.mark(f"version {served} loaded" if served else f"no version to serve yet: {why}")
@@ -77,27 +83,43 @@ def open_docs(data: DataDir, boot: Boot, model: Future[Embedder] | None = None) 
 
 
 def load_snapshot(
-    data: DataDir, embedder: Embedder, reranker: str = "default"
+    data: DataDir, model: Embedder | Future[Embedder], reranker: str = "default"
 ) -> Callable[[int], Snapshot]:
-    """The holder's loader: open a version, refuse what this server cannot serve, warm it."""
+    """The holder's loader: open a version, refuse what this server cannot serve, warm it.
+    `model` may still be loading: a version is opened before it is needed."""
+
+    cold = True  # nothing loaded yet: the first answer waits for this load
 
     def load(version: int) -> Snapshot:
-        snapshot = Snapshot.load(data, version, embedder=embedder)
+        nonlocal cold
+        snapshot = Snapshot.load(data, version)
         try:
-            _warm(snapshot, embedder, reranker)
+            embedder = model.result() if isinstance(model, Future) else model
+            snapshot.check_embedder(embedder)
+        except BaseException:
+            snapshot.close()
+            raise
+        try:
+            _warm(snapshot, embedder, reranker, vocabulary=not cold)
         except Exception as exc:
             snapshot.close()
             raise IndexFormatError(f"version {version} failed its warm-up search: {exc}") from exc
+        cold = False
         return snapshot
 
     return load
 
 
-def _warm(snapshot: Snapshot, embedder: Embedder, reranker: str) -> None:
+def _warm(snapshot: Snapshot, embedder: Embedder, reranker: str, vocabulary: bool) -> None:
     """Read or open now every segment file a search uses (a later GC may delete them; what
     is read or open survives) and run one search, so the first real query pays no one-off
-    costs."""
+    costs. `vocabulary`: also list the identifier terms literal queries scan (76 ms on
+    PowerShell-Docs), which a cold start leaves to the first literal query so as to answer
+    sooner."""
     for seg in snapshot.segments:
         _ = seg.vectors32 if searched_exactly(seg) else (seg.hnsw, seg.segment.vector_rows)
+        _ = seg.window_starts
     if snapshot.manifest.chunks:
         search(snapshot, embedder, WARMUP_QUERY, 1, reranker=reranker)
+    if vocabulary:
+        identifier_vocabulary(snapshot)

@@ -347,6 +347,8 @@ def terms_containing(snapshot: Snapshot, literals: Sequence[str]) -> list[str]:
     inside `visit_generic_args`, `per-app-deep-dive` inside `dive](#per-app-deep-dive`), at
     most MAX_CONTAINING per literal: a scan of the term dictionary, kept as one string per
     snapshot, so nothing is added to the index (adr/0022)."""
+    if not literals:
+        return []
     vocabulary = identifier_vocabulary(snapshot)
     found: dict[str, None] = {}
     for literal in literals:
@@ -457,8 +459,7 @@ def searched_exactly(seg: LoadedSegment) -> bool:
 
 def chunk_cosine(seg: LoadedSegment, index: int, qvec: np.ndarray) -> float:
     """The chunk's best window cosine (0.0 for a chunk without windows)."""
-    chunk = seg.chunks[index]
-    vectors = seg.window_vectors(chunk.window_start, chunk.window_count, searched_exactly(seg))
+    vectors = seg.chunk_window_vectors(index, searched_exactly(seg))
     return float((vectors @ qvec).max()) if len(vectors) else 0.0
 
 

@@ -36,6 +36,7 @@ from docdex.index_format.store import (
 )
 from docdex.index_format.text import text_analysis
 from docdex.index_format.tokens import TokenArrays, load_token_vectors
+from docdex.index_format.verify import CHECKSUMS_MINOR
 
 # HNSW search breadth, set once at load (set_ef is index-wide, so not per query). Searches
 # ask for k = 200 windows; ef = k + 100 is the breadth chosen against exact search in
@@ -80,13 +81,20 @@ class LoadedSegment:
     def chunks(self) -> Sequence[ChunkRecord]:
         return self.segment.chunks
 
-    def window_vectors(self, start: int, count: int, exact: bool) -> np.ndarray:
-        """(count, dim) float32 window vectors from row `start`: from the float32 copy of a
+    @cached_property
+    def window_starts(self) -> np.ndarray:
+        """(chunks + 1,) the first window row of each chunk, and the row count at the end:
+        a chunk's rows without decoding its record (rows are in chunk order)."""
+        return np.searchsorted(self.segment.owners, np.arange(len(self.live) + 1))
+
+    def chunk_window_vectors(self, index: int, exact: bool) -> np.ndarray:
+        """(windows, dim) float32 vectors of chunk `index`: from the float32 copy of a
         segment searched exactly, else read from vectors.npy with pread, so that the file is
         not paged into this process."""
+        start, end = int(self.window_starts[index]), int(self.window_starts[index + 1])
         if exact:
-            return self.vectors32[start : start + count]
-        return self.segment.vector_rows.read(start, count)
+            return self.vectors32[start:end]
+        return self.segment.vector_rows.read(start, end - start)
 
 
 @dataclass
@@ -128,8 +136,12 @@ class Snapshot:
                     f"{data.root} has no published version yet; run `docdex index` first"
                 )
         manifest = load_manifest(data, version)
-        _check_compatible(manifest, embedder)
-        segments = [_load_segment(data, ref, manifest.embedder.dim) for ref in manifest.segments]
+        if embedder is not None:
+            check_embedder(manifest, embedder)
+        # With checksums the holder has checked (or is about to hash) every byte (adr/0019)
+        decode_all = manifest.format_minor < CHECKSUMS_MINOR
+        dim = manifest.embedder.dim
+        segments = [_load_segment(data, ref, dim, decode_all) for ref in manifest.segments]
         text_index = _open_text_index(data, manifest)
         return cls(
             data=data,
@@ -140,6 +152,10 @@ class Snapshot:
             text_index=text_index,
             searcher=text_index.searcher(),
         )
+
+    def check_embedder(self, embedder) -> None:
+        """Raise IndexFormatError when another model made this version's vectors."""
+        check_embedder(self.manifest, embedder)
 
     def locate(self, chunk_id: str) -> tuple[int, int] | None:
         """(segment position, chunk index) of the live chunk `doc_id#chunkN`, or None: the
@@ -197,10 +213,8 @@ def limit_blas_threads() -> bool:
     return False
 
 
-def _check_compatible(manifest: Manifest, embedder) -> None:
+def check_embedder(manifest: Manifest, embedder) -> None:
     """Refuse vectors another model made (load_manifest has refused other formats)."""
-    if embedder is None:
-        return
     ours, theirs = embedder.info, manifest.embedder
     if ours.id != theirs.id or ours.dim != theirs.dim:
         raise IndexFormatError(
@@ -210,8 +224,8 @@ def _check_compatible(manifest: Manifest, embedder) -> None:
         )
 
 
-def _load_segment(data: DataDir, ref, dim: int) -> LoadedSegment:
-    segment = load_segment(data, ref.id, dim)
+def _load_segment(data: DataDir, ref, dim: int, decode_all: bool) -> LoadedSegment:
+    segment = load_segment(data, ref.id, dim, decode_all)
     live = np.ones(len(segment.chunks), dtype=bool)
     dead = [i for i in ref.tombstones if 0 <= i < len(live)]
     live[dead] = False

@@ -329,6 +329,16 @@ def test_chunk_records_decode_lazily_and_a_corrupt_file_is_refused(index, tmp_pa
         broken.write_bytes(damage)
         with pytest.raises(msgspec.DecodeError):
             ChunkTable(broken)
+    # a version with checksums skips decoding every record at open (its bytes are hashed);
+    # the framing is still checked
+    odd = tmp_path / "odd.msgpack"
+    odd.write_bytes(msgspec.msgpack.encode([records[0], {"not": "a chunk record"}]))
+    with pytest.raises(msgspec.DecodeError):
+        ChunkTable(odd)
+    assert len(ChunkTable(odd, decode_all=False)) == 2
+    (tmp_path / "short.msgpack").write_bytes(path.read_bytes()[:-7])
+    with pytest.raises(msgspec.DecodeError):
+        ChunkTable(tmp_path / "short.msgpack", decode_all=False)
 
 
 def test_snapshot_refuses_another_embedder(index, embedder):

@@ -112,6 +112,54 @@ def test_a_lease_keeps_its_version_until_released(data_copy, embedder):
         pass
 
 
+def test_a_version_is_opened_while_the_model_is_still_loading(data_copy, embedder, monkeypatch):
+    """A cold start opens the version (page tables, records, graphs) before the model is
+    ready; only the warm-up search waits for it (adr/0025)."""
+    from concurrent.futures import Future
+
+    from docdex.server.snapshot import Snapshot
+
+    data, _first, second = data_copy
+    opened = threading.Event()
+    real_load = Snapshot.load
+
+    def load_and_tell(*args, **kwargs):
+        snapshot = real_load(*args, **kwargs)
+        opened.set()
+        return snapshot
+
+    monkeypatch.setattr(Snapshot, "load", load_and_tell)
+    model: Future = Future()
+    loaded: list = []
+    loading = threading.Thread(target=lambda: loaded.append(load_snapshot(data, model)(second)))
+    loading.start()
+    assert opened.wait(60)
+    loading.join(0.2)
+    assert loading.is_alive() and not loaded  # open, and waiting for the model to warm up
+    model.set_result(embedder)
+    loading.join(60)
+    [snapshot] = loaded
+    assert search(snapshot, embedder, QUERY, 5).index_version == second
+    snapshot.close()
+
+
+def test_a_cold_start_leaves_the_identifier_vocabulary_to_the_first_literal_query(
+    data_copy, embedder
+):
+    """Listing the identifier terms (76 ms on PowerShell-Docs) is part of a swap's warm-up,
+    not of a cold start's; a query without literals never lists them."""
+    data, first, second = data_copy
+    load = load_snapshot(data, embedder)
+    cold, swapped = load(first), load(second)
+    assert "ident_vocabulary" not in cold.cache and "ident_vocabulary" in swapped.cache
+    search(cold, embedder, "zebra crossing", 3)
+    assert "ident_vocabulary" not in cold.cache
+    search(cold, embedder, "gen1_marker", 3)
+    assert "ident_vocabulary" in cold.cache
+    cold.close()
+    swapped.close()
+
+
 @pytest.mark.parametrize("exact_rows", [search_mod.EXACT_DENSE_MAX_ROWS, 0])
 def test_a_warmed_version_answers_after_gc_deletes_its_segment_files(
     data_copy, embedder, monkeypatch, exact_rows
