@@ -279,6 +279,43 @@ def test_merged_segments_are_eight_streamed_ones_unless_token_vectors_are_on():
     assert Settings(segment_chunks=100, late_interaction=True).full_segment_chunks() == 100
 
 
+def test_a_run_lets_go_of_the_model_it_loaded_before_it_compacts(
+    tmp_path, ws, embedder, monkeypatch
+):
+    """The merge buffers of a compaction do not sit on top of the model's session: a run
+    that loaded the model itself holds no reference to it by then (adr/0024)."""
+    import gc
+    import weakref
+
+    from docdex.indexer import pipeline
+
+    class Model:  # stands for a model the run loads: it holds the only reference
+        def __getattr__(self, name):
+            return getattr(embedder, name)
+
+    loaded: list[weakref.ref] = []
+
+    def load_model(settings):
+        model = Model()
+        loaded.append(weakref.ref(model))
+        return model
+
+    real_compact = pipeline.compact
+    held_at_compaction: list[bool] = []
+
+    def compact(*args, **kwargs):
+        gc.collect()
+        held_at_compaction.append(any(ref() is not None for ref in loaded))
+        return real_compact(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "load_embedder", load_model)
+    monkeypatch.setattr(pipeline, "compact", compact)
+    data = DataDir(tmp_path / "data")
+    report = pipeline.index_sources(data, make_config(ws, segment_chunks=BOUND, max_segments=2))
+    assert report.sources[0].chunks_embedded > 0 and len(loaded) == 1
+    assert report.compacted and held_at_compaction == [False]
+
+
 def test_pushes_of_one_size_are_rewritten_once_per_tier_not_once_per_push():
     """200 pushes of 1-30 chunks beside a 2,968-chunk remainder of the first run (the shape
     of PowerShell-Docs' bench): size tiers rewrite each chunk a few times; merging all but
