@@ -16,7 +16,6 @@ from docdex.index_format.reassembly import reassemble
 from .answers import PageSummary, Section
 from .pages import breadcrumb, page_chunks, page_summary
 from .paging import Lines
-from .render import Where, render_markdown
 from .snapshot import Snapshot
 
 VIEW_CHARS = 400_000  # about 100 printed pages; they render in about 0.4 s here
@@ -39,6 +38,8 @@ class PageView(msgspec.Struct):
 
 
 def page_view(snapshot: Snapshot, page: ServedPage, limit: int = VIEW_CHARS) -> PageView:
+    from .render import Where, render_markdown  # markdown-it: 30 ms a start does not need
+
     chunks = page_chunks(snapshot, page)
     lines = Lines(reassemble(chunks))
     window = lines.window(0, len(lines.text), limit)
