@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -182,6 +183,12 @@ def theil_sen(x: list[float], y: list[float]) -> tuple[float, float]:
     ]
     slope = median(slopes) if slopes else 0.0
     return median([b - slope * a for a, b in zip(x, y, strict=True)]), slope
+
+
+def children_cpu() -> float:
+    """User + system CPU seconds of this process's finished children (every thread)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def percentile(values: list[float], share: float) -> float:

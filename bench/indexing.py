@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from .common import (
     CORPORA,
     Figure,
     changed_markdown,
+    children_cpu,
     docdex,
     first_parent_commits,
     fresh_bare,
@@ -67,11 +67,6 @@ def head_index(corpus: str) -> Path:
     return data.root
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def full_index(corpus: str, at: str, work: Path, share: float) -> tuple[list[Figure], dict, Path]:
     """Index `corpus` at commit `at` from scratch with the real CLI, then embed the same
     windows alone. Returns figures, details and the data directory (for a replay)."""
@@ -94,9 +89,9 @@ def full_index(corpus: str, at: str, work: Path, share: float) -> tuple[list[Fig
     )
     say(f"[{corpus}] full index at {at[:10]} ...")
     load_before = os.getloadavg()[0]
-    cpu_before = _children_cpu()
+    cpu_before = children_cpu()
     report = docdex(data, "index")
-    index_cpu = _children_cpu() - cpu_before
+    index_cpu = children_cpu() - cpu_before
     say(f"[{corpus}] embedding the same windows alone (share {share}) ...")
     ref = json.loads(
         subprocess.run(

@@ -20,7 +20,6 @@ import contextlib
 import os
 import random
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -47,6 +46,7 @@ from .common import (
     CORPORA,
     GIT_ENV,
     Figure,
+    children_cpu,
     docdex,
     eval_queries,
     git,
@@ -487,18 +487,12 @@ def pushes(pool: list[tuple[str, str]], plan: Plan, data: Path, build: Build) ->
         edit = f"\n## Edit {push}\n\nPush {push} changed this page: {time.time_ns()}.\n"
         files = ((page_path(n), page_text(pool, n) + edit) for n in numbers)
         head = fast_import(files, f"push {push}", head)
-        started, cpu_before = time.monotonic(), _children_cpu()
+        started, cpu_before = time.monotonic(), children_cpu()
         report = docdex(data, "index")
         wall.append(time.monotonic() - started)
-        cpu.append(_children_cpu() - cpu_before)
+        cpu.append(children_cpu() - cpu_before)
         took.append(report["took_s"])
     return {"push_s": took, "push_wall_s": wall, "push_cpu_s": cpu}
-
-
-def _children_cpu() -> float:
-    """User + system CPU seconds of this process's finished children (every thread)."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def measure(pool, plan, build: Build, embedder: Embedder, queries: list[str]) -> Measured:
