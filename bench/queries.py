@@ -19,6 +19,7 @@ from docdex.index_format.config import Config, Settings, SourceConfig, load_conf
 from docdex.index_format.layout import DataDir
 from docdex.indexer.pipeline import index_sources
 from docdex.model.embedder import Embedder
+from docdex.server.evaluate import load_queries
 from docdex.server.search import Scope, bm25_top, profile_query
 from docdex.server.snapshot import Snapshot
 from docdex.serverproc import ServeProcess
@@ -67,13 +68,9 @@ def powershell_questions(n: int) -> list[str]:
     """`n` of the questions written for PowerShell-Docs (bench/evalsets), longer than
     apm's: their embedding takes about 1 ms more."""
     sets = Path(__file__).parent / "evalsets"
-    lines = [
-        line
-        for name in ("powershell.sections.jsonl", "powershell.handwritten.jsonl")
-        for line in (sets / name).read_text().splitlines()
-        if line.strip()
-    ]
-    return random.Random(7).sample([msgspec.json.decode(line)["query"] for line in lines], n)
+    names = ("powershell.sections.jsonl", "powershell.handwritten.jsonl")
+    questions = [q.query for name in names for q in load_queries(sets / name)]
+    return random.Random(7).sample(questions, n)
 
 
 async def _mcp_latencies(url: str, queries: list[str]) -> list[float]:
@@ -331,7 +328,12 @@ def bench_serving_powershell() -> list[Figure]:
         Figure(name, "p50 search_docs (MCP), PowerShell's own questions", _ms(own), "ms"),
         Figure(name, "p50 against apm-docs' (same queries and run)", round(p50 / _ms(apm), 2), "x"),
     ]
-    details = {"rss_mb": rss, "cold": cold, "latencies": latencies, "own_latencies": own}
-    details["apm_latencies"] = apm
+    details = {
+        "rss_mb": rss,
+        "cold": cold,
+        "latencies": latencies,
+        "own_latencies": own,
+        "apm_latencies": apm,
+    }
     write_results("serve-powershell", figures, details)
     return figures
