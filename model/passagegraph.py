@@ -21,6 +21,7 @@ MODEL CACHE_FILE`); the result is cached by sessions.py like the query graph.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -179,12 +180,7 @@ def _fuse_attention(model: ModelProto, int8: dict[str, Int8Weight]) -> int:
     if not replaced:
         return 0
     cast = helper.make_node("Cast", ["attention_mask"], [MASK], to=TensorProto.INT32)
-    nodes = [cast]
-    for node in model.graph.node:
-        made = [replaced[o] for o in node.output if o in replaced]
-        nodes.extend(made or [node])
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
+    _put_in_place(model, replaced, first=[cast])
     _use_microsoft_domain(model)
     return len(replaced)
 
@@ -214,13 +210,22 @@ def _fuse_bias_gelu(model: ModelProto) -> int:
         replaced[gelu.output[0]] = helper.make_node(
             "BiasGelu", [inner, bias], list(gelu.output), domain="com.microsoft"
         )
-    nodes = []
+    _put_in_place(model, replaced)
+    return len(replaced)
+
+
+def _put_in_place(
+    model: ModelProto, replaced: dict[str, NodeProto], first: Sequence[NodeProto] = ()
+) -> None:
+    """The graph's nodes with each node making an output of `replaced` swapped for the new
+    node that makes it now, after `first`; the nodes the new ones bypass stay for
+    _drop_dead_nodes."""
+    nodes = list(first)
     for node in model.graph.node:
         made = [replaced[o] for o in node.output if o in replaced]
         nodes.extend(made or [node])
     del model.graph.node[:]
     model.graph.node.extend(nodes)
-    return len(replaced)
 
 
 def _drop_dead_nodes(model: ModelProto) -> None:
