@@ -301,25 +301,27 @@ def bm25_query(
 ) -> tantivy.Query | None:
     """`containing`: identifier terms of the index that contain a literal of the query."""
     schema = profile.analysis.schema()
-    should: list[tuple[tantivy.Occur, tantivy.Query]] = []
-    for term in profile.terms:
-        for name, boost in FIELD_BOOSTS.items():
-            q = tantivy.Query.term_query(schema, name, term, index_option="freq")
-            should.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, boost)))
-    for term in profile.ident:
-        q = tantivy.Query.term_query(schema, IDENT_FIELD, term, index_option="freq")
-        should.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, IDENT_BOOST)))
+
+    def term(name: str, text: str) -> tantivy.Query:
+        return tantivy.Query.term_query(schema, name, text, index_option="freq")
+
+    should = [
+        _should(term(name, t), boost) for t in profile.terms for name, boost in FIELD_BOOSTS.items()
+    ]
+    should += [_should(term(IDENT_FIELD, t), IDENT_BOOST) for t in profile.ident]
     if containing:
         q = tantivy.Query.term_set_query(schema, IDENT_FIELD, list(containing))
-        should.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, SUBSTRING_BOOST)))
-    for term in profile.cjk:
-        q = tantivy.Query.term_query(schema, CJK_FIELD, term, index_option="freq")
-        should.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, CJK_BOOST)))
+        should.append(_should(q, SUBSTRING_BOOST))
+    should += [_should(term(CJK_FIELD, t), CJK_BOOST) for t in profile.cjk]
     if not should:
         return None
     must = [(tantivy.Occur.Must, tantivy.Query.boolean_query(should))]
     must += [(tantivy.Occur.Must, f) for f in filter_queries(scope)]
     return tantivy.Query.boolean_query(must)
+
+
+def _should(query: tantivy.Query, boost: float) -> tuple[tantivy.Occur, tantivy.Query]:
+    return tantivy.Occur.Should, tantivy.Query.boost_query(query, boost)
 
 
 def filter_queries(scope: Scope) -> list[tantivy.Query]:
