@@ -458,9 +458,9 @@ def _add_query_commands(commands) -> None:
     _reranker_flag(evaluate)
     evaluate.add_argument(
         "--fusion",
-        default="weighted",
-        help="score fusion: weighted (default), rrf (the baseline), bm25 or dense (one "
-        "retriever alone; docs/retrieval.md)",
+        default="adaptive",
+        help="score fusion: adaptive (default), weighted (the default before W2.5), rrf (the "
+        "baseline), bm25 or dense (one retriever alone; docs/retrieval.md)",
     )
     evaluate.add_argument(
         "--baselines",

@@ -282,7 +282,7 @@ def evaluate(
     k: int = 3,
     search_fn: SearchFn | None = None,
     reranker: str = "default",
-    fusion: str = "weighted",
+    fusion: str = "adaptive",
 ) -> EvalReport:
     """Run every query of the file through `search_fn` (default: docdex search restricted to
     `source`, DEPTH results) and score the ranked lists."""
@@ -362,15 +362,17 @@ class Baseline(msgspec.Struct, frozen=True):
     needs_tokens: bool = False  # only on an index with token vectors (late_interaction)
 
 
-# Peer-style systems built from docdex's own retrievers, then docdex's default (an index
-# without token vectors, as `late_interaction` leaves it off), then the default with MaxSim
-# over stored token vectors (docs/retrieval.md).
+# Peer-style systems built from docdex's own retrievers, the fixed weighted fusion that was
+# the default before W2.5, then docdex's default (an index without token vectors, as
+# `late_interaction` leaves it off), then the default with MaxSim over stored token vectors
+# (docs/retrieval.md).
 BASELINES = (
     Baseline("bm25", "bm25", "none"),
     Baseline("dense", "dense", "none"),
     Baseline("rrf", "rrf", "none"),
-    Baseline("default", "weighted", "none"),
-    Baseline("maxsim", "weighted", "maxsim", needs_tokens=True),
+    Baseline("weighted", "weighted", "none"),
+    Baseline("default", "adaptive", "none"),
+    Baseline("maxsim", "adaptive", "maxsim", needs_tokens=True),
 )
 
 
@@ -441,7 +443,7 @@ def run_eval_command(
     as_json: bool,
     dump: str | None,
     reranker: str = "default",
-    fusion: str = "weighted",
+    fusion: str = "adaptive",
     baselines: bool = False,
 ) -> int:
     """`docdex eval`: print the table (or JSON), optionally dump per-query hits; exit code.

@@ -250,7 +250,8 @@ def test_run_eval_command(small, capsys, tmp_path):
     assert json.loads(capsys.readouterr().out)["queries"] == len(QUERIES)
     assert run_eval_command(str(data.root), str(queries), "kb", 3, False, None, fusion="x") == 2
     assert (
-        "unknown fusion 'x'; choose one of: weighted, rrf, bm25, dense" in capsys.readouterr().err
+        "unknown fusion 'x'; choose one of: adaptive, weighted, rrf, bm25, dense"
+        in capsys.readouterr().err
     )
     missing = str(Path(tmp_path) / "missing.jsonl")
     assert run_eval_command(str(data.root), missing, "kb", 3, False, None) == 2
@@ -260,7 +261,7 @@ def test_baselines_score_every_configuration_side_by_side(small, capsys):
     data, queries = small
     assert run_eval_command(str(data.root), str(queries), "kb", 3, True, None, baselines=True) == 0
     reports = json.loads(capsys.readouterr().out)
-    assert [r["name"] for r in reports] == ["bm25", "dense", "rrf", "default", "maxsim"]
+    assert [r["name"] for r in reports] == ["bm25", "dense", "rrf", "weighted", "default", "maxsim"]
     maxsim = reports[-1]
     assert maxsim["report"] is None and "token vectors" in maxsim["skipped"]
     by_name = {r["name"]: {c["class"]: c for c in r["report"]["classes"]} for r in reports[:-1]}
@@ -270,10 +271,10 @@ def test_baselines_score_every_configuration_side_by_side(small, capsys):
     assert run_eval_command(str(data.root), str(queries), "kb", 3, False, None, baselines=True) == 0
     table = capsys.readouterr().out
     header = next(line for line in table.splitlines() if line.startswith("class"))
-    assert header.split()[2:] == ["bm25", "dense", "rrf", "default"]
+    assert header.split()[2:] == ["bm25", "dense", "rrf", "weighted", "default"]
     assert "(maxsim: the index has no token vectors)" in table
     rows = [line for line in table.splitlines() if line.startswith("literal")]
-    assert rows and all(len(line.split()) == 6 for line in rows)
+    assert rows and all(len(line.split()) == 7 for line in rows)
 
 
 def test_baselines_refuse_a_dump(small, capsys, tmp_path):

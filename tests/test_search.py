@@ -17,6 +17,7 @@ from docdex.index_format.model import ChunkRecord, EmbedderInfo
 from docdex.indexer.pipeline import index_sources
 from docdex.model.late_interaction import embed_with_tokens
 from docdex.server import search as search_mod
+from docdex.server.candidates import Candidate
 from docdex.server.errors import SearchError
 from docdex.server.rerank import (
     CrossEncoderReranker,
@@ -427,8 +428,35 @@ def test_one_retriever_alone(snap, embedder, fusion):
         assert all(-1.0 <= s <= 1.0 for s in scores)  # cosines
 
 
-def test_rrf_and_weighted_fusion_both_rank(snap, embedder):
-    for fusion in ("rrf", "weighted"):
+def _pair(best_cosine: float) -> tuple[Candidate, Candidate, list[Candidate]]:
+    """A chunk first by BM25 and 22nd by cosine, one first by cosine and absent from the BM25
+    list (the dense list's best cosine being `best_cosine`), and the 20 between them."""
+    lexical = Candidate(0, 0, bm25=9.0, bm25_rank=1, dense=best_cosine - 0.3)
+    semantic = Candidate(0, 1, dense=best_cosine)
+    between = [Candidate(0, 2 + i, dense=best_cosine - 0.01 * (i + 1)) for i in range(20)]
+    return lexical, semantic, [lexical, semantic, *between]
+
+
+def test_adaptive_fusion_scores_first_in_both_lists_one():
+    first = Candidate(0, 0, bm25=5.0, bm25_rank=1, dense=0.5, dense_rank=1)
+    other = Candidate(0, 1, bm25=1.0, bm25_rank=2, dense=0.3, dense_rank=2)
+    search_mod.adaptive([first, other])
+    assert first.score == pytest.approx(1.0)
+    assert 0 < other.score < first.score
+    search_mod.adaptive([])  # nothing to rank is not an error
+
+
+def test_adaptive_fusion_trusts_the_dense_list_more_when_its_best_match_is_close():
+    lexical, semantic, everything = _pair(best_cosine=0.6)  # a technical corpus: equal weights
+    search_mod.adaptive(everything)
+    assert lexical.score > semantic.score  # found by both beats first in one
+    lexical, semantic, everything = _pair(best_cosine=0.8)  # the model on its own ground
+    search_mod.adaptive(everything)
+    assert semantic.score > lexical.score
+
+
+def test_every_fusion_ranks(snap, embedder):
+    for fusion in ("adaptive", "rrf", "weighted"):
         result = search(snap, embedder, "max_connections", fusion=fusion)
         assert "max_connections" in result.results[0].text
 
