@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -117,6 +117,9 @@ _FUNCTION_WORDS_TEXT = """
 _FUNCTION_WORDS = frozenset(_FUNCTION_WORDS_TEXT.split())
 WEAK_DENSE = 0.35
 WEAK_LEXICAL = 0.5
+# An absent everyday word ("halfway", "epoch") counts only when dropping it brings the
+# question this much closer to the corpus (best cosine): then it was the question's subject.
+SUBJECT_GAIN = 0.06
 # rrf: the baseline every change is measured against; bm25 and dense: one retriever alone
 FUSIONS = ("adaptive", "weighted", "rrf", "bm25", "dense")
 # The adaptive fusion (docs/retrieval.md, "Fusion"): reciprocal ranks with a small rank
@@ -213,7 +216,9 @@ def search(
         results=[to_hit(snapshot, c) for c in top],
         index_version=snapshot.version,
         took_ms=round((time.perf_counter() - started) * 1000, 3),
-        low_confidence=is_low_confidence(snapshot, profile, candidates),
+        low_confidence=is_low_confidence(
+            snapshot, profile, candidates, lambda text: best_cosine(snapshot, embedder, text, scope)
+        ),
     )
 
 
@@ -576,15 +581,125 @@ def one_chunk_per_page(snapshot: Snapshot, candidates: list[Candidate]) -> list[
     return out
 
 
-def is_low_confidence(snapshot: Snapshot, profile: QueryProfile, ranked: list[Candidate]) -> bool:
-    """Weak evidence: the query names something the corpus never mentions, or the best hit
-    is neither semantically close nor a good lexical match."""
-    if not ranked or absent_share(snapshot, profile) >= ABSENT_SHARE:
+def is_low_confidence(
+    snapshot: Snapshot,
+    profile: QueryProfile,
+    ranked: list[Candidate],
+    cosine_of: Callable[[str], float],
+) -> bool:
+    """Weak evidence: the query names something the corpus never mentions, or names a thing
+    the corpus knows but none of the first hits is about, or the best hit is neither
+    semantically close nor a good lexical match. `cosine_of(text)`: the best cosine of
+    another text over the same scope."""
+    if not ranked:
+        return True
+    if absent_share(snapshot, profile) >= ABSENT_SHARE and absence_is_the_subject(
+        snapshot, profile, ranked, cosine_of
+    ):
+        return True
+    if unmatched_names_share(snapshot, profile, ranked[:10]) >= ABSENT_SHARE:
         return True
     best_dense = max(c.dense for c in ranked[:10])
     if best_dense >= WEAK_DENSE:
         return False
     return lexical_coverage(snapshot, profile, ranked[0]) < WEAK_LEXICAL
+
+
+def absence_is_the_subject(
+    snapshot: Snapshot,
+    profile: QueryProfile,
+    ranked: list[Candidate],
+    cosine_of: Callable[[str], float],
+) -> bool:
+    """Whether the words no chunk contains are what the question is about: one of them
+    names a thing (a product, a place, a version), or the rest of the question, without
+    them, comes clearly closer to the corpus. An everyday word of a paraphrase ("continue
+    a download interrupted halfway") changes the best cosine by a few hundredths."""
+    absent = absent_words(snapshot, profile)
+    if not absent or any(names_a_thing(word, at) for at, word in absent):
+        return True
+    dropped = {word for _, word in absent}
+    rest = " ".join(word for word in profile.text.split() if word not in dropped)
+    best = max(c.dense for c in ranked)
+    return bool(rest) and cosine_of(rest) - best >= SUBJECT_GAIN
+
+
+def names_a_thing(word: str, position: int) -> bool:
+    """A word with a digit or an inner capital (`iOS`, `2022`, `HoloLens`), or capitalised
+    anywhere but at the start of the question."""
+    return bool(_NAMED.search(word)) or (position > 0 and word[:1].isupper())
+
+
+_NAMED = re.compile(r"[0-9]|.[A-Z]")
+
+
+def absent_words(snapshot: Snapshot, profile: QueryProfile) -> list[tuple[int, str]]:
+    """(position, word) of the query's words whose every content term no chunk contains."""
+    out = []
+    for at, word in enumerate(profile.text.split()):
+        terms = content_terms(profile, word)
+        if terms and all(text_frequency(snapshot, t) == 0 for t in terms):
+            out.append((at, word))
+    return out
+
+
+def unmatched_names_share(
+    snapshot: Snapshot, profile: QueryProfile, head: list[Candidate]
+) -> float:
+    """The IDF-weighted share of the query in terms of words that name a thing, which the
+    corpus contains but none of `head` does ("a Slack channel" where two pages say Slack
+    and no hit is one of them)."""
+    named = {
+        term
+        for at, word in enumerate(profile.text.split())
+        if names_a_thing(word, at)
+        for term in content_terms(profile, word)
+        if text_frequency(snapshot, term) > 0
+    }
+    total = snapshot.searcher.num_docs
+    if not named or not head or total < ABSENCE_MIN_CHUNKS:
+        return 0.0
+    ids = [snapshot.segments[c.segment].chunks[c.index].chunk_id for c in head]
+    weight = sum(term_idf(total, text_frequency(snapshot, t)) for t in profile.terms)
+    missed = sum(
+        term_idf(total, text_frequency(snapshot, t))
+        for t in named
+        if not any_contains(snapshot, profile, ids, t)
+    )
+    return missed / weight if weight else 0.0
+
+
+def content_terms(profile: QueryProfile, word: str) -> list[str]:
+    ignored = function_words(profile.analysis)
+    return [t for t in profile.analysis.terms(word) if len(t) > 1 and t not in ignored]
+
+
+def text_frequency(snapshot: Snapshot, term: str) -> int:
+    """How many chunks hold the term in their title, headings or text."""
+    return sum(snapshot.searcher.doc_freq(name, term) for name in TEXT_FIELDS)
+
+
+def any_contains(
+    snapshot: Snapshot, profile: QueryProfile, chunk_ids: list[str], term: str
+) -> bool:
+    """Whether one of the chunks holds the term in its title, headings or text."""
+    schema = profile.analysis.schema()
+    fields = [
+        (tantivy.Occur.Should, tantivy.Query.term_query(schema, name, term)) for name in TEXT_FIELDS
+    ]
+    query = tantivy.Query.boolean_query(
+        [
+            (tantivy.Occur.Must, tantivy.Query.boolean_query(fields)),
+            (tantivy.Occur.Must, tantivy.Query.term_set_query(schema, "chunk_id", chunk_ids)),
+        ]
+    )
+    return bool(snapshot.searcher.search(query, 1, count=False).hits)
+
+
+def best_cosine(snapshot: Snapshot, embedder, text: str, scope: Scope) -> float:
+    """The best cosine of another text in the same scope (one more query embedding)."""
+    top = dense_top(snapshot, embedder.embed_query(text), scope)
+    return top[0][1] if top else 0.0
 
 
 def absent_share(snapshot: Snapshot, profile: QueryProfile) -> float:

@@ -398,6 +398,69 @@ def test_low_confidence_flags_a_near_miss_naming_what_the_docs_never_mention(
     assert not search(snap, embedder, "upgrade the widget service").low_confidence
 
 
+def _profile(snap, text: str):
+    return search_mod.profile_query(text, search_mod.analysis_of(snap))
+
+
+def _candidate(snap, chunk_id: str) -> Candidate:
+    segment, index = snap.locate(chunk_id)
+    return Candidate(segment, index, dense=0.5)
+
+
+def test_an_everyday_word_the_docs_never_use_is_not_a_missing_subject(
+    snap, embedder, absence_counts
+):
+    text = "upgrade widget to a new version halfway"
+    assert search_mod.absent_share(snap, _profile(snap, text)) >= search_mod.ABSENT_SHARE
+    assert [w for _, w in search_mod.absent_words(snap, _profile(snap, text))] == ["halfway"]
+    result = search(snap, embedder, text)
+    assert not result.low_confidence
+    assert result.results[0].path == "guide/upgrade.md"
+
+
+def test_an_absent_word_is_the_subject_when_dropping_it_brings_the_question_closer(
+    snap, absence_counts
+):
+    profile = _profile(snap, "upgrade widget halfway")
+    ranked = [_candidate(snap, "docs:guide/upgrade.md#chunk0")]
+    gain = search_mod.SUBJECT_GAIN
+    asked = []
+
+    def cosine_of(text: str, shift: float):
+        asked.append(text)
+        return 0.5 + shift
+
+    closer = search_mod.absence_is_the_subject
+    assert closer(snap, profile, ranked, lambda t: cosine_of(t, gain + 0.01))
+    assert not closer(snap, profile, ranked, lambda t: cosine_of(t, gain - 0.01))
+    assert asked == ["upgrade widget", "upgrade widget"]  # the question without "halfway"
+    named = _profile(snap, "upgrade widget on Kubernetes")  # a name: no embedding asked
+    assert closer(snap, named, ranked, lambda t: cosine_of(t, -1.0))
+    assert asked == ["upgrade widget", "upgrade widget"]
+
+
+def test_names_a_thing():
+    assert search_mod.names_a_thing("iOS", 0) and search_mod.names_a_thing("HoloLens", 3)
+    assert search_mod.names_a_thing("2022", 5) and search_mod.names_a_thing("Slack", 4)
+    assert not search_mod.names_a_thing("Continue", 0)  # the first word's capital says nothing
+    assert not search_mod.names_a_thing("halfway", 4)
+
+
+def test_a_name_the_corpus_knows_but_no_hit_mentions(snap, absence_counts):
+    profile = _profile(snap, "list the log files with PowerShell")
+    elsewhere = [_candidate(snap, "docs:guide/upgrade.md#chunk0")]
+    listing = next(
+        f"docs:troubleshooting/errors.md#chunk{n}"
+        for n in range(len(snap.pages["docs:troubleshooting/errors.md"].chunks))
+        if "PowerShell" in snap.chunk(f"docs:troubleshooting/errors.md#chunk{n}").text
+    )
+    here = [_candidate(snap, listing)]
+    share = search_mod.unmatched_names_share
+    assert share(snap, profile, elsewhere) >= search_mod.ABSENT_SHARE
+    assert share(snap, profile, here + elsewhere) == 0.0
+    assert share(snap, _profile(snap, "list the log files"), elsewhere) == 0.0  # no name
+
+
 def test_absent_share_weighs_missing_terms_by_idf(snap, absence_counts):
     def share(text: str) -> float:
         return search_mod.absent_share(
