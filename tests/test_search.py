@@ -16,6 +16,7 @@ from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.index_format.model import ChunkRecord, EmbedderInfo
 from docdex.indexer.pipeline import index_sources
 from docdex.model.late_interaction import embed_with_tokens
+from docdex.server import confidence
 from docdex.server import search as search_mod
 from docdex.server.candidates import Candidate
 from docdex.server.errors import SearchError
@@ -384,7 +385,7 @@ def test_low_confidence_flags_off_topic_queries_only(snap, embedder):
 @pytest.fixture
 def absence_counts(monkeypatch):
     """This index is small; the rule under test is the one for an index of 100+ chunks."""
-    monkeypatch.setattr(search_mod, "ABSENCE_MIN_CHUNKS", 1)
+    monkeypatch.setattr(confidence, "ABSENCE_MIN_CHUNKS", 1)
 
 
 def test_low_confidence_flags_a_near_miss_naming_what_the_docs_never_mention(
@@ -411,8 +412,8 @@ def test_an_everyday_word_the_docs_never_use_is_not_a_missing_subject(
     snap, embedder, absence_counts
 ):
     text = "upgrade widget to a new version halfway"
-    assert search_mod.absent_share(snap, _profile(snap, text)) >= search_mod.ABSENT_SHARE
-    assert [w for _, w in search_mod.absent_words(snap, _profile(snap, text))] == ["halfway"]
+    assert confidence.absent_share(snap, _profile(snap, text)) >= confidence.ABSENT_SHARE
+    assert [w for _, w in confidence.absent_words(snap, _profile(snap, text))] == ["halfway"]
     result = search(snap, embedder, text)
     assert not result.low_confidence
     assert result.results[0].path == "guide/upgrade.md"
@@ -423,14 +424,14 @@ def test_an_absent_word_is_the_subject_when_dropping_it_brings_the_question_clos
 ):
     profile = _profile(snap, "upgrade widget halfway")
     ranked = [_candidate(snap, "docs:guide/upgrade.md#chunk0")]
-    gain = search_mod.SUBJECT_GAIN
+    gain = confidence.SUBJECT_GAIN
     asked = []
 
     def cosine_of(text: str, shift: float):
         asked.append(text)
         return 0.5 + shift
 
-    closer = search_mod.absence_is_the_subject
+    closer = confidence.absence_is_the_subject
     assert closer(snap, profile, ranked, lambda t: cosine_of(t, gain + 0.01))
     assert not closer(snap, profile, ranked, lambda t: cosine_of(t, gain - 0.01))
     assert asked == ["upgrade widget", "upgrade widget"]  # the question without "halfway"
@@ -440,10 +441,10 @@ def test_an_absent_word_is_the_subject_when_dropping_it_brings_the_question_clos
 
 
 def test_names_a_thing():
-    assert search_mod.names_a_thing("iOS", 0) and search_mod.names_a_thing("HoloLens", 3)
-    assert search_mod.names_a_thing("2022", 5) and search_mod.names_a_thing("Slack", 4)
-    assert not search_mod.names_a_thing("Continue", 0)  # the first word's capital says nothing
-    assert not search_mod.names_a_thing("halfway", 4)
+    assert confidence.names_a_thing("iOS", 0) and confidence.names_a_thing("HoloLens", 3)
+    assert confidence.names_a_thing("2022", 5) and confidence.names_a_thing("Slack", 4)
+    assert not confidence.names_a_thing("Continue", 0)  # the first word's capital says nothing
+    assert not confidence.names_a_thing("halfway", 4)
 
 
 def test_a_name_the_corpus_knows_but_no_hit_mentions(snap, absence_counts):
@@ -455,15 +456,15 @@ def test_a_name_the_corpus_knows_but_no_hit_mentions(snap, absence_counts):
         if "PowerShell" in snap.chunk(f"docs:troubleshooting/errors.md#chunk{n}").text
     )
     here = [_candidate(snap, listing)]
-    share = search_mod.unmatched_names_share
-    assert share(snap, profile, elsewhere) >= search_mod.ABSENT_SHARE
+    share = confidence.unmatched_names_share
+    assert share(snap, profile, elsewhere) >= confidence.ABSENT_SHARE
     assert share(snap, profile, here + elsewhere) == 0.0
     assert share(snap, _profile(snap, "list the log files"), elsewhere) == 0.0  # no name
 
 
 def test_absent_share_weighs_missing_terms_by_idf(snap, absence_counts):
     def share(text: str) -> float:
-        return search_mod.absent_share(
+        return confidence.absent_share(
             snap, search_mod.profile_query(text, search_mod.analysis_of(snap))
         )
 
@@ -473,9 +474,9 @@ def test_absent_share_weighs_missing_terms_by_idf(snap, absence_counts):
 
 
 def test_absence_says_nothing_in_a_small_index(snap, embedder):
-    assert snap.searcher.num_docs < search_mod.ABSENCE_MIN_CHUNKS
+    assert snap.searcher.num_docs < confidence.ABSENCE_MIN_CHUNKS
     profile = search_mod.profile_query("replay kubernetes", search_mod.analysis_of(snap))
-    assert search_mod.absent_share(snap, profile) == 0.0
+    assert confidence.absent_share(snap, profile) == 0.0
 
 
 @pytest.mark.parametrize("fusion", ["bm25", "dense"])
