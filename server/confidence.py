@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 import tantivy
@@ -107,12 +107,12 @@ def unmatched_names_share(
     """The IDF-weighted share of the query in terms of words that name a thing, which the
     corpus contains but none of `head` does ("a Slack channel" where two pages say Slack
     and no hit is one of them)."""
-    named = {
-        term
+    named = {  # term: how many chunks hold it
+        term: df
         for at, word in enumerate(profile.text.split())
         if names_a_thing(word, at)
         for term in content_terms(profile, word)
-        if text_frequency(snapshot, term) > 0
+        if (df := text_frequency(snapshot, term)) > 0
     }
     total = snapshot.searcher.num_docs
     if not named or not head or total < ABSENCE_MIN_CHUNKS:
@@ -120,8 +120,8 @@ def unmatched_names_share(
     ids = [snapshot.segments[c.segment].chunks[c.index].chunk_id for c in head]
     weight = sum(term_idf(total, text_frequency(snapshot, t)) for t in profile.terms)
     missed = sum(
-        term_idf(total, text_frequency(snapshot, t))
-        for t in named
+        term_idf(total, df)
+        for t, df in named.items()
         if not any_contains(snapshot, profile, ids, t)
     )
     return missed / weight if weight else 0.0
@@ -132,9 +132,9 @@ def content_terms(profile: QueryProfile, word: str) -> list[str]:
     return [t for t in profile.analysis.terms(word) if len(t) > 1 and t not in ignored]
 
 
-def text_frequency(snapshot: Snapshot, term: str) -> int:
-    """How many chunks hold the term in their title, headings or text."""
-    return sum(snapshot.searcher.doc_freq(name, term) for name in TEXT_FIELDS)
+def text_frequency(snapshot: Snapshot, term: str, fields: Sequence[str] = TEXT_FIELDS) -> int:
+    """How many chunks hold the term in these fields (by default title, headings or text)."""
+    return sum(snapshot.searcher.doc_freq(name, term) for name in fields)
 
 
 def any_contains(
@@ -159,8 +159,7 @@ def absent_share(snapshot: Snapshot, profile: QueryProfile) -> float:
     its title, headings or text): a question about a product, an option or a person that
     the documents never name has no answer in them, however close its other words come.
     Function words count in the weight but are never absent (a tiny index may lack them)."""
-    searcher = snapshot.searcher
-    total = searcher.num_docs
+    total = snapshot.searcher.num_docs
     if total < ABSENCE_MIN_CHUNKS:
         return 0.0
     weight = absent = 0.0
@@ -168,7 +167,7 @@ def absent_share(snapshot: Snapshot, profile: QueryProfile) -> float:
     for fields, term in [(TEXT_FIELDS, t) for t in profile.terms] + [
         ((CJK_FIELD,), t) for t in profile.cjk
     ]:
-        df = sum(searcher.doc_freq(name, term) for name in fields)
+        df = text_frequency(snapshot, term, fields)
         idf = term_idf(total, df)
         weight += idf
         if df == 0 and len(term) > 1 and term not in ignored:
