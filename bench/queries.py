@@ -151,13 +151,13 @@ def hnsw_against_exact(data: DataDir, queries: list[str]) -> dict:
     """Window-level recall@10 of HNSW against exact cosine search, and their speeds."""
     embedder = Embedder.load()
     snapshot = Snapshot.load(data, embedder=embedder)
-    [segment] = [s for s in snapshot.segments if s.hnsw is not None][:1] or [None]
+    [segment] = [s for s in snapshot.segments if s.graph is not None][:1] or [None]
     vectors = np.asarray(segment.segment.vectors, dtype=np.float32)
     qvecs = np.stack([embedder.embed_query(q) for q in queries])
     recalls, hnsw_s, exact_s = [], [], []
     for q in qvecs:
         started = time.perf_counter()
-        labels, _ = segment.hnsw.knn_query(q, k=10)
+        labels, _ = segment.graph.index.knn_query(q, k=10)
         hnsw_s.append(time.perf_counter() - started)
         started = time.perf_counter()
         exact = np.argpartition(-(vectors @ q), 10)[:10]

@@ -34,7 +34,7 @@ import numpy as np
 
 from docdex.index_format.config import Config, Settings, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
-from docdex.index_format.store import current_version, load_manifest
+from docdex.index_format.store import current_version, list_versions, load_manifest
 from docdex.indexer.markdown import parse_page
 from docdex.indexer.pipeline import index_sources
 from docdex.model.embedder import Embedder
@@ -354,6 +354,8 @@ class Measured(msgspec.Struct):
     query_cpu_ms: list[float] = []  # CPU time of each search
     stage_cpu_ms: dict[str, float] = {}  # p50 CPU time of each part of a query
     push_cpu_s: list[float] = []  # CPU time of each `docdex index` process (every thread)
+    swap_s: list[float] = []  # each pushed version opened beside the one before (adr/0028)
+    swap_cpu_s: list[float] = []  # CPU time of the same
 
 
 def version_bytes(data: DataDir) -> dict[str, int]:
@@ -428,7 +430,7 @@ def in_process(data: DataDir, embedder: Embedder, queries: list[str]) -> dict:
     segments = len(snapshot.segments)
     stage_cpu["dense_per_segment"] = round(stage_cpu["dense"] / max(1, segments), 3)
     stages["segments"] = segments
-    stages["hnsw_segments"] = sum(1 for s in snapshot.segments if s.hnsw is not None)
+    stages["hnsw_segments"] = sum(1 for s in snapshot.segments if s.graph is not None)
     snapshot.close()
     return {
         "load_s": loads,
@@ -495,15 +497,34 @@ def pushes(pool: list[tuple[str, str]], plan: Plan, data: Path, build: Build) ->
     return {"push_s": took, "push_wall_s": wall, "push_cpu_s": cpu}
 
 
+def swaps(data: Path, embedder: Embedder) -> dict:
+    """The versions the pushes left on disk, opened in order, each beside the one before
+    (adr/0028), as `docdex serve` takes them: the oldest cold, the others timed."""
+    from docdex.server.boot import load_snapshot
+
+    load = load_snapshot(DataDir(data), embedder)
+    first, *later = list_versions(DataDir(data))
+    serving = load(first)
+    wall, cpu = [], []
+    for version in later:
+        with Clock(wall, cpu):
+            pushed = load(version)
+        serving.close()
+        serving = pushed
+    serving.close()
+    return {"swap_s": wall, "swap_cpu_s": cpu}
+
+
 def measure(pool, plan, build: Build, embedder: Embedder, queries: list[str]) -> Measured:
     cached = data_dir(build.size) / "scale-measured.json"
     if cached.exists():  # measured; parts measured before CPU times were, again
         old = msgspec.json.decode(cached.read_bytes(), type=Measured)
         if not old.query_cpu_ms:
             old = remeasure(old, in_process(DataDir(data_dir(build.size)), embedder, queries))
-        if not old.push_cpu_s:
+        if not old.swap_cpu_s:
             with scratch_copy(build.size) as scratch:
-                old = remeasure(old, pushes(pool, plan, scratch, build))
+                pushes(pool, plan, scratch, build)  # versions to swap in; measured before
+                old = remeasure(old, swaps(scratch, embedder))
         return old
     with scratch_copy(build.size) as scratch:
         say(f"[scale] {build.size}: loads and queries in process ...")
@@ -511,7 +532,7 @@ def measure(pool, plan, build: Build, embedder: Embedder, queries: list[str]) ->
         say(f"[scale] {build.size}: docdex serve ...")
         ready, rss = served(scratch, queries)
         say(f"[scale] {build.size}: small pushes ...")
-        pushed = pushes(pool, plan, scratch, build)
+        pushed = pushes(pool, plan, scratch, build) | swaps(scratch, embedder)
     result = Measured(
         build=build,
         bytes=version_bytes(DataDir(data_dir(build.size))),
@@ -592,11 +613,13 @@ def summary(row: Measured) -> dict[str, float]:
         "rss_mb": row.server_rss_mb,
         "push_s": median(row.push_s),
         "push_cpu_s": median(row.push_cpu_s or row.push_s),
+        "swap_cpu_s": median(row.swap_cpu_s) if row.swap_cpu_s else float("nan"),
     }
 
 
 TARGETS = {  # at 1M chunks: summary key -> (what, unit, limit; None: a ratio to 50k's)
-    "load_cpu_s": ("version load, CPU", "s", 2.0),
+    "load_cpu_s": ("version load from cold, CPU", "s", 2.0),
+    "swap_cpu_s": ("version load after a small push (a swap), CPU", "s", 2.0),
     "p50_cpu_ms": ("query p50, CPU", "ms", 30.0),
     "rss_mb": ("server RSS after queries", "MB", 1536.0),
     "push_cpu_s": ("small push, CPU / at the smallest size", "x", None),
@@ -630,6 +653,7 @@ def scale_figures(rows: list[Measured]) -> list[Figure]:
             Figure(name, "server RSS after queries", round(s["rss_mb"]), "MB"),
             Figure(name, "small push, index run", round(s["push_s"], 2), "s"),
             Figure(name, "small push, CPU", round(s["push_cpu_s"], 2), "s"),
+            Figure(name, "version swap after a small push, CPU", round(s["swap_cpu_s"], 2), "s"),
         ]
     measured_1m = [r for r in rows if r.build.chunks >= AT * 0.95]
     if not measured_1m and len(rows) < 2:
@@ -660,7 +684,11 @@ def plot(rows: list[Measured]) -> None:
     panels = [
         ("index on disk (GB)", [("total", "gb")], None),
         ("server RSS (MB)", [("after queries", "rss_mb")], 1536),
-        ("version load (s)", [("wall", "load_s"), ("CPU", "load_cpu_s")], 2),
+        (
+            "version load (s)",
+            [("cold, wall", "load_s"), ("cold, CPU", "load_cpu_s"), ("swap, CPU", "swap_cpu_s")],
+            2,
+        ),
         ("query, in process (ms)", [("p50 CPU", "p50_cpu_ms"), ("p50 wall", "p50_ms")], 30),
         (
             "small push (s)",
@@ -712,6 +740,10 @@ def markdown_table(rows: list[Measured]) -> str:
         ),
         ("grow run (from the size before)", lambda r, s: f"{r.build.build_s:,.0f} s"),
         ("version load, CPU / wall", lambda r, s: f"{s['load_cpu_s']:.2f} / {s['load_s']:.2f} s"),
+        (
+            "version swap after a small push, median: CPU / wall",
+            lambda r, s: f"{s['swap_cpu_s']:.2f} / {median(r.swap_s or [float('nan')]):.2f} s",
+        ),
         ("query p50, CPU / wall", lambda r, s: f"{s['p50_cpu_ms']:.1f} / {s['p50_ms']:.1f} ms"),
         ("query p99, CPU / wall", lambda r, s: f"{s['p99_cpu_ms']:.1f} / {s['p99_ms']:.1f} ms"),
         (

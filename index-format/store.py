@@ -6,10 +6,11 @@ follows CURRENT to one manifest and reads only files that manifest names, all im
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -45,6 +46,7 @@ _raw_list_decoder = msgspec.msgpack.Decoder(list[msgspec.Raw])
 _pages_decoders = {
     t: msgspec.msgpack.Decoder(list[t]) for t in (PageRecord, ServedPage, StoredPage)
 }
+_served_page = msgspec.msgpack.Decoder(ServedPage)
 _encoder = msgspec.msgpack.Encoder()
 
 CHUNKS_FILE = "chunks.msgpack"
@@ -284,8 +286,33 @@ def load_pages(data: DataDir, name: str, as_type: type[P] = PageRecord) -> list[
     if not name:
         return []
     path = data.pages_file(name)
-    try:
+    with _page_table_errors(path):
         return _pages_decoders[as_type].decode(path.read_bytes())
+
+
+def load_served_pages(
+    data: DataDir, name: str, known: Mapping[bytes, ServedPage] | None = None
+) -> dict[bytes, ServedPage]:
+    """The page table `name` as ServedPages keyed by a digest of each record's bytes. A
+    record whose digest is in `known` (the same source's table in another version) is that
+    page, not decoded again: equal bytes are an equal record."""
+    if not name:
+        return {}
+    path = data.pages_file(name)
+    known = known or {}
+    pages: dict[bytes, ServedPage] = {}
+    with _page_table_errors(path):
+        for raw in _raw_list_decoder.decode(path.read_bytes()):
+            key = hashlib.blake2b(raw, digest_size=16).digest()
+            page = known.get(key)
+            pages[key] = page if page is not None else _served_page.decode(raw)
+    return pages
+
+
+@contextlib.contextmanager
+def _page_table_errors(path: Path) -> Iterator[None]:
+    try:
+        yield
     except FileNotFoundError:
         raise IndexFormatError(f"page table {path} is missing") from None
     except msgspec.DecodeError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
@@ -89,10 +90,11 @@ def load_snapshot(
     `model` may still be loading: a version is opened before it is needed."""
 
     cold = True  # nothing loaded yet: the first answer waits for this load
+    last: weakref.ref[Snapshot] | None = None  # the version before, while it is open
 
     def load(version: int) -> Snapshot:
-        nonlocal cold
-        snapshot = Snapshot.load(data, version)
+        nonlocal cold, last
+        snapshot = Snapshot.load(data, version, before=last() if last is not None else None)
         try:
             embedder = model.result() if isinstance(model, Future) else model
             snapshot.check_embedder(embedder)
@@ -104,7 +106,7 @@ def load_snapshot(
         except Exception as exc:
             snapshot.close()
             raise IndexFormatError(f"version {version} failed its warm-up search: {exc}") from exc
-        cold = False
+        cold, last = False, weakref.ref(snapshot)
         return snapshot
 
     return load
@@ -117,7 +119,7 @@ def _warm(snapshot: Snapshot, embedder: Embedder, reranker: str, vocabulary: boo
     PowerShell-Docs), which a cold start leaves to the first literal query so as to answer
     sooner."""
     for seg in snapshot.segments:
-        _ = seg.vectors32 if searched_exactly(seg) else (seg.hnsw, seg.segment.vector_rows)
+        _ = seg.vectors32 if searched_exactly(seg) else (seg.graph, seg.segment.vector_rows)
         _ = seg.window_starts
     if snapshot.manifest.chunks:
         search(snapshot, embedder, WARMUP_QUERY, 1, reranker=reranker)

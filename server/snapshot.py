@@ -6,6 +6,11 @@ Page tables are decoded into memory; chunk records are read with `pread` and dec
 search touches them (only their offsets are kept); a small segment's vectors are read once
 into a float32 copy for exact search, a large one's HNSW graph is loaded at its first
 search; token vectors are memory-mapped (docs/architecture.md, "Serving").
+
+A version opened beside the one before it takes over what did not change (adr/0028): a
+segment whose tombstones are the same is the same `LoadedSegment`; one with more takes its
+chunk table and its graph, whose answers it cleans of the rows that died since; a page
+whose record has the same bytes is the same `ServedPage`.
 """
 
 from __future__ import annotations
@@ -31,8 +36,8 @@ from docdex.index_format.store import (
     Segment,
     current_version,
     load_manifest,
-    load_pages,
     load_segment,
+    load_served_pages,
 )
 from docdex.index_format.text import text_analysis
 from docdex.index_format.tokens import TokenArrays, load_token_vectors
@@ -42,6 +47,19 @@ from docdex.index_format.verify import CHECKSUMS_MINOR
 # ask for k = 200 windows; ef = k + 100 is the breadth chosen against exact search in
 # docs/retrieval.md, "HNSW breadth".
 HNSW_EF = 300
+
+
+# A graph shared with an older version answers for rows that have died since (it marks
+# only those dead when it was loaded); past this many, the newer version loads its own.
+MAX_STALE_ROWS = 512
+
+
+@dataclass
+class Graph:
+    """A segment's HNSW graph and the rows marked deleted in it when it was loaded."""
+
+    index: hnswlib.Index
+    marked: np.ndarray  # (windows,) bool
 
 
 @dataclass
@@ -59,17 +77,37 @@ class LoadedSegment:
         return self.segment.id
 
     @cached_property
-    def hnsw(self) -> hnswlib.Index | None:
+    def graph(self) -> Graph | None:
         """The HNSW graph with dead rows marked deleted, loaded at its first use: a segment
         searched exactly never loads it (the graph holds its own float32 copy of every
         vector). None when the segment has no windows."""
         if not len(self.live_rows):
             return None
         index = _load_hnsw(self.segment.path / HNSW_FILE, self.segment.dim, len(self.live_rows))
+        dead = ~self.live_rows
         # Dead rows are skipped inside hnswlib (C++), cheaper than a Python filter per visit.
-        for row in np.flatnonzero(~self.live_rows):
+        for row in np.flatnonzero(dead):
             index.mark_deleted(int(row))
-        return index
+        return Graph(index, dead)
+
+    @cached_property
+    def stale_rows(self) -> int:
+        """Rows dead in this version that its (shared) graph still returns."""
+        graph = self.graph
+        return 0 if graph is None else int(np.count_nonzero(~self.live_rows & ~graph.marked))
+
+    def inherit(self, before: LoadedSegment) -> None:
+        """Take over what `before`, the same segment in another version, has loaded that
+        does not depend on which chunks are live, and its graph when this version's dead
+        rows include the graph's marked ones and few more."""
+        for name in ("vectors32", "window_starts"):
+            if name in before.__dict__:
+                self.__dict__[name] = before.__dict__[name]
+        graph = before.__dict__.get("graph")
+        if graph is None or np.any(graph.marked & self.live_rows):
+            return
+        if np.count_nonzero(~self.live_rows & ~graph.marked) <= MAX_STALE_ROWS:
+            self.__dict__["graph"] = graph
 
     @cached_property
     def vectors32(self) -> np.ndarray:
@@ -103,6 +141,7 @@ class Snapshot:
     manifest: Manifest
     segments: list[LoadedSegment]
     pages: dict[str, ServedPage]  # doc_id -> page (its chunks name its live chunks)
+    page_tables: dict[str, dict[bytes, ServedPage]]  # source entry -> its pages by digest
     segment_positions: dict[str, int]  # segment id -> position in `segments`
     text_index: tantivy.Index
     searcher: tantivy.Searcher
@@ -124,9 +163,16 @@ class Snapshot:
         return (state.ref or state.branch) if state else split_key(entry)[1]
 
     @classmethod
-    def load(cls, data: DataDir, version: int | None = None, embedder=None) -> Snapshot:
+    def load(
+        cls,
+        data: DataDir,
+        version: int | None = None,
+        embedder=None,
+        before: Snapshot | None = None,
+    ) -> Snapshot:
         """Open `version` (None: the one CURRENT names). With an embedder, refuse a version
-        whose vectors another model made."""
+        whose vectors another model made. `before`: a version still open, whose unchanged
+        segments and pages this one shares."""
         data.check()
         limit_blas_threads()
         if version is None:
@@ -141,13 +187,19 @@ class Snapshot:
         # With checksums the holder has checked (or is about to hash) every byte (adr/0019)
         decode_all = manifest.format_minor < CHECKSUMS_MINOR
         dim = manifest.embedder.dim
-        segments = [_load_segment(data, ref, dim, decode_all) for ref in manifest.segments]
+        known = {seg.id: seg for seg in before.segments} if before is not None else {}
+        segments = [
+            _load_segment(data, ref, dim, decode_all, known.get(ref.id))
+            for ref in manifest.segments
+        ]
+        tables = _page_tables(data, manifest, before)
         text_index = _open_text_index(data, manifest)
         return cls(
             data=data,
             manifest=manifest,
             segments=segments,
-            pages=_pages(data, manifest),
+            pages={page.doc_id: page for table in tables.values() for page in table.values()},
+            page_tables=tables,
             segment_positions={seg.id: s for s, seg in enumerate(segments)},
             text_index=text_index,
             searcher=text_index.searcher(),
@@ -176,15 +228,14 @@ class Snapshot:
         return self.segments[where[0]].chunks[where[1]]
 
     def close(self) -> None:
-        """Drop references to the HNSW graphs and the Tantivy index (mmaps close with them)."""
+        """Drop this version's references to its segments and its Tantivy index: what no
+        newer version shares (graphs, token vectors' mmaps) is freed with them."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            for seg in self.segments:
-                seg.hnsw = None
-                seg.tokens = None
             self.segments = []
+            self.pages, self.page_tables = {}, {}
             del self.searcher, self.text_index
 
 
@@ -224,20 +275,27 @@ def check_embedder(manifest: Manifest, embedder) -> None:
         )
 
 
-def _load_segment(data: DataDir, ref, dim: int, decode_all: bool) -> LoadedSegment:
-    segment = load_segment(data, ref.id, dim, decode_all)
+def _load_segment(
+    data: DataDir, ref, dim: int, decode_all: bool, before: LoadedSegment | None
+) -> LoadedSegment:
+    segment = before.segment if before is not None else load_segment(data, ref.id, dim, decode_all)
     live = np.ones(len(segment.chunks), dtype=bool)
     dead = [i for i in ref.tombstones if 0 <= i < len(live)]
     live[dead] = False
+    if before is not None and np.array_equal(before.live, live):
+        return before
     owners = segment.owners
     live_rows = live[owners] if len(owners) else np.zeros(0, dtype=bool)
-    return LoadedSegment(
+    loaded = LoadedSegment(
         segment=segment,
         live=live,
         live_rows=live_rows,
         live_row_count=int(live_rows.sum()),
-        tokens=load_token_vectors(segment.path, len(segment.chunks)),
+        tokens=before.tokens if before is not None else load_token_vectors(segment.path, len(live)),
     )
+    if before is not None:
+        loaded.inherit(before)
+    return loaded
 
 
 def _load_hnsw(path: Path, dim: int, rows: int) -> hnswlib.Index:
@@ -253,12 +311,20 @@ def _load_hnsw(path: Path, dim: int, rows: int) -> hnswlib.Index:
     return index
 
 
-def _pages(data: DataDir, manifest: Manifest) -> dict[str, ServedPage]:
-    pages: dict[str, ServedPage] = {}
-    for state in manifest.sources.values():
-        for page in load_pages(data, state.pages_file, ServedPage):
-            pages[page.doc_id] = page
-    return pages
+def _page_tables(
+    data: DataDir, manifest: Manifest, before: Snapshot | None
+) -> dict[str, dict[bytes, ServedPage]]:
+    """Each source's pages; a table `before` has read is not read again, and a source's new
+    table decodes only the records that changed."""
+    tables: dict[str, dict[bytes, ServedPage]] = {}
+    for name, state in manifest.sources.items():
+        old_state = before.manifest.sources.get(name) if before is not None else None
+        old_table = before.page_tables.get(name, {}) if before is not None else {}
+        if old_state is not None and old_state.pages_file == state.pages_file and old_table:
+            tables[name] = old_table
+        else:
+            tables[name] = load_served_pages(data, state.pages_file, old_table)
+    return tables
 
 
 def _open_text_index(data: DataDir, manifest: Manifest) -> tantivy.Index:

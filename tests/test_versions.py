@@ -169,12 +169,12 @@ def test_a_warmed_version_answers_after_gc_deletes_its_segment_files(
     monkeypatch.setattr(search_mod, "EXACT_DENSE_MAX_ROWS", exact_rows)  # 0: HNSW everywhere
     data, _first, second = data_copy
     snapshot = load_snapshot(data, embedder)(second)
-    loaded = ["hnsw" in seg.__dict__ for seg in snapshot.segments]
+    loaded = ["graph" in seg.__dict__ for seg in snapshot.segments]
     assert loaded == [exact_rows == 0] * len(snapshot.segments)
     shutil.rmtree(data.segments)
     result = search(snapshot, embedder, QUERY, 5)
     assert result.results and all("gen2" in hit.text for hit in result.results)
-    assert ["hnsw" in seg.__dict__ for seg in snapshot.segments] == loaded
+    assert ["graph" in seg.__dict__ for seg in snapshot.segments] == loaded
     snapshot.close()
 
 
