@@ -186,8 +186,16 @@ class VectorRows:
 
     def read(self, start: int, count: int) -> np.ndarray:
         """(count, dim) float32: rows start .. start + count - 1."""
+        return self.read_ranges([start], [count])
+
+    def read_ranges(self, starts: Sequence[int], counts: Sequence[int]) -> np.ndarray:
+        """(sum of counts, dim) float32: each run of rows start .. start + count - 1, in
+        order, one `pread` a run and one conversion for all."""
         width = self._dim * self._dtype.itemsize
-        data = os.pread(self._fd, count * width, self._offset + start * width)
+        data = b"".join(
+            os.pread(self._fd, int(count) * width, self._offset + int(start) * width)
+            for start, count in zip(starts, counts, strict=True)
+        )
         return np.frombuffer(data, dtype=self._dtype).reshape(-1, self._dim).astype(np.float32)
 
 

@@ -213,9 +213,14 @@ def retrieve(
     for rank, (key, score) in enumerate(dense_top(snapshot, qvec, scope), 1):
         cand = found.setdefault(key, Candidate(key[0], key[1]))
         cand.dense, cand.dense_rank = score, rank
+    lexical_only: dict[int, list[Candidate]] = {}
     for cand in found.values():
         if not cand.dense_rank:
-            cand.dense = chunk_cosine(snapshot.segments[cand.segment], cand.index, qvec)
+            lexical_only.setdefault(cand.segment, []).append(cand)
+    for s, cands in lexical_only.items():
+        cosines = chunk_cosines(snapshot.segments[s], [c.index for c in cands], qvec)
+        for cand, cosine in zip(cands, cosines.tolist(), strict=True):
+            cand.dense = cosine
     return list(found.values())
 
 
@@ -392,10 +397,17 @@ def searched_exactly(seg: LoadedSegment) -> bool:
     return len(seg.live_rows) <= EXACT_DENSE_MAX_ROWS
 
 
-def chunk_cosine(seg: LoadedSegment, index: int, qvec: np.ndarray) -> float:
-    """The chunk's best window cosine (0.0 for a chunk without windows)."""
-    vectors = seg.chunk_window_vectors(index, searched_exactly(seg))
-    return float((vectors @ qvec).max()) if len(vectors) else 0.0
+def chunk_cosines(seg: LoadedSegment, indexes: list[int], qvec: np.ndarray) -> np.ndarray:
+    """Each chunk's best window cosine (0.0 for a chunk without windows), in one product."""
+    chunks = np.asarray(indexes, dtype=np.int64)
+    vectors, counts = seg.window_vectors_of(chunks, searched_exactly(seg))
+    best = np.zeros(len(indexes), dtype=np.float32)
+    has = counts > 0
+    if has.any():
+        sims = vectors @ qvec
+        firsts = (np.cumsum(counts) - counts)[has]
+        best[has] = np.maximum.reduceat(sims, firsts)
+    return best
 
 
 # --- fusion ---------------------------------------------------------------------------------

@@ -125,14 +125,16 @@ class LoadedSegment:
         a chunk's rows without decoding its record (rows are in chunk order)."""
         return np.searchsorted(self.segment.owners, np.arange(len(self.live) + 1))
 
-    def chunk_window_vectors(self, index: int, exact: bool) -> np.ndarray:
-        """(windows, dim) float32 vectors of chunk `index`: from the float32 copy of a
-        segment searched exactly, else read from vectors.npy with pread, so that the file is
-        not paged into this process."""
-        start, end = int(self.window_starts[index]), int(self.window_starts[index + 1])
+    def window_vectors_of(self, indexes: np.ndarray, exact: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(windows, dim) float32 vectors of the chunks `indexes`, one after the other, and
+        each chunk's window count: from the float32 copy of a segment searched exactly, else
+        read from vectors.npy with pread, so that the file is not paged into this process."""
+        starts = self.window_starts[indexes]
+        counts = self.window_starts[indexes + 1] - starts
         if exact:
-            return self.vectors32[start:end]
-        return self.segment.vector_rows.read(start, end - start)
+            rows = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+            return self.vectors32[rows], counts
+        return self.segment.vector_rows.read_ranges(starts, counts), counts
 
 
 @dataclass

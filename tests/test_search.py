@@ -311,6 +311,25 @@ def test_served_pages_are_page_records_without_the_reuse_fields(index):
             assert all(not hasattr(c, "content_hash") for c in page.chunks)
 
 
+@pytest.mark.parametrize("exact_rows", [search_mod.EXACT_DENSE_MAX_ROWS, 0])
+def test_chunk_cosines_are_each_chunks_best_window(snap, embedder, monkeypatch, exact_rows):
+    """The cosines of lexical-only candidates, in one product per segment, from the float32
+    copy or read with pread: each chunk's best window, 0.0 for a chunk without one."""
+    monkeypatch.setattr(search_mod, "EXACT_DENSE_MAX_ROWS", exact_rows)  # 0: pread
+    qvec = embedder.embed_query("how is the release marker documented?")
+    for seg in snap.segments:
+        indexes = list(range(len(seg.chunks)))[::-1]  # any order, not only the rows' own
+        vectors = np.asarray(seg.segment.vectors, dtype=np.float32)
+        owners = seg.segment.owners
+        expected = [
+            float((vectors[owners == i] @ qvec).max()) if np.any(owners == i) else 0.0
+            for i in indexes
+        ]
+        cosines = search_mod.chunk_cosines(seg, indexes, qvec)
+        assert cosines.tolist() == pytest.approx(expected, abs=1e-6)
+        assert search_mod.chunk_cosines(seg, [], qvec).shape == (0,)
+
+
 def test_chunk_records_decode_lazily_and_a_corrupt_file_is_refused(index, tmp_path):
     from docdex.index_format.store import CHUNKS_FILE, ChunkTable, load_manifest, load_segment
 
