@@ -132,7 +132,8 @@ class LoadedSegment:
         starts = self.window_starts[indexes]
         counts = self.window_starts[indexes + 1] - starts
         if exact:
-            rows = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+            placed = np.cumsum(counts) - counts  # where each chunk's rows go in the result
+            rows = np.repeat(starts - placed, counts) + np.arange(counts.sum())
             return self.vectors32[rows], counts
         return self.segment.vector_rows.read_ranges(starts, counts), counts
 
