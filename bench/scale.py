@@ -521,10 +521,11 @@ def measure(pool, plan, build: Build, embedder: Embedder, queries: list[str]) ->
         old = msgspec.json.decode(cached.read_bytes(), type=Measured)
         if not old.query_cpu_ms:
             old = remeasure(old, in_process(DataDir(data_dir(build.size)), embedder, queries))
-        if not old.swap_cpu_s:
+        if not old.swap_cpu_s or not old.push_cpu_s:
             with scratch_copy(build.size) as scratch:
-                pushes(pool, plan, scratch, build)  # versions to swap in; measured before
-                old = remeasure(old, swaps(scratch, embedder))
+                pushed = pushes(pool, plan, scratch, build)  # and the versions to swap in
+                found = swaps(scratch, embedder)
+                old = remeasure(old, found if old.push_cpu_s else pushed | found)
         return old
     with scratch_copy(build.size) as scratch:
         say(f"[scale] {build.size}: loads and queries in process ...")

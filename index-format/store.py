@@ -210,20 +210,30 @@ def _descriptor_for(owner: object, path: Path) -> int:
 def _scan_records(fd: int, decode_all: bool) -> np.ndarray:
     """The records' offsets, read through a mapping of the file that is closed at once
     (copying the file into the heap first took twice as long, docs/benchmarks.md)."""
-    if os.fstat(fd).st_size == 0:
+    size = os.fstat(fd).st_size
+    if size == 0:
         raise msgspec.DecodeError("the file is empty")
-    failure = None
-    with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mapped:
+    try:
+        mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # a file system that cannot map files
+        return _checked_offsets(os.pread(fd, size, 0), decode_all)
+    with mapped:
         view = memoryview(mapped)
         try:
-            offsets = _record_offsets(view, decode_all)
-        except msgspec.DecodeError as exc:
-            # raised again without its traceback, whose frames hold views of the mapping
-            failure = type(exc)(str(exc))
-        view.release()
-    if failure is not None:
-        raise failure
-    return offsets
+            return _checked_offsets(view, decode_all)
+        except BaseException as exc:
+            # without its traceback, whose frames hold views of the mapping
+            failure = exc.with_traceback(None)
+        finally:
+            view.release()
+    raise failure
+
+
+def _checked_offsets(buffer, decode_all: bool) -> np.ndarray:
+    try:
+        return _record_offsets(buffer, decode_all)
+    except RecursionError:
+        raise msgspec.DecodeError("the records are nested too deeply") from None
 
 
 def _record_offsets(buffer, decode_all: bool) -> np.ndarray:

@@ -50,8 +50,10 @@ HNSW_EF = 300
 
 
 # A graph shared with an older version answers for rows that have died since (it marks
-# only those dead when it was loaded); past this many, the newer version loads its own.
-MAX_STALE_ROWS = 512
+# only those dead when it was loaded), so a search asks it for as many more. Up to this many
+# the search is no wider than before (k = 200 windows, HNSW_EF = 300); past it, the newer
+# version loads its own graph.
+MAX_STALE_ROWS = 100
 
 
 @dataclass

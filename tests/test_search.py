@@ -345,7 +345,8 @@ def test_chunk_records_decode_lazily_and_a_corrupt_file_is_refused(index, tmp_pa
     rows = segment.vector_rows.read(1, 3)
     assert rows.dtype == np.float32
     assert np.array_equal(rows, segment.vectors[1:4].astype(np.float32))
-    for damage in (path.read_bytes()[:-7], b"", b"\x93\x01\x02\x03"):
+    nested = b"\x91" * 200_001 + b"\xc0"  # msgspec raises RecursionError on it
+    for damage in (path.read_bytes()[:-7], b"", b"\x93\x01\x02\x03", nested):
         broken = tmp_path / "chunks.msgpack"
         broken.write_bytes(damage)
         with pytest.raises(msgspec.DecodeError):
