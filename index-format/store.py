@@ -183,6 +183,7 @@ class VectorRows:
             shape, _fortran, dtype = read_header(f)
             self._offset = f.tell()
         self._dtype, self._dim = np.dtype(dtype), shape[1]
+        self._path = path
         self._fd = _descriptor_for(self, path)
 
     def read(self, start: int, count: int) -> np.ndarray:
@@ -197,6 +198,8 @@ class VectorRows:
             os.pread(self._fd, int(count) * width, self._offset + int(start) * width)
             for start, count in zip(starts, counts, strict=True)
         )
+        if len(data) != width * int(sum(counts)):  # a short file would shift every later run
+            raise DamagedIndex(f"{self._path} is shorter than its rows")
         return np.frombuffer(data, dtype=self._dtype).reshape(-1, self._dim).astype(np.float32)
 
 

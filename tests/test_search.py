@@ -12,7 +12,7 @@ import pytest
 
 from docdex.index_format import tokens as li
 from docdex.index_format.config import Config, Settings, SourceConfig
-from docdex.index_format.layout import DataDir, IndexFormatError
+from docdex.index_format.layout import DamagedIndex, DataDir, IndexFormatError
 from docdex.index_format.model import ChunkRecord, EmbedderInfo
 from docdex.indexer.pipeline import index_sources
 from docdex.model.late_interaction import embed_with_tokens
@@ -345,6 +345,8 @@ def test_chunk_records_decode_lazily_and_a_corrupt_file_is_refused(index, tmp_pa
     rows = segment.vector_rows.read(1, 3)
     assert rows.dtype == np.float32
     assert np.array_equal(rows, segment.vectors[1:4].astype(np.float32))
+    with pytest.raises(DamagedIndex, match="shorter than its rows"):
+        segment.vector_rows.read_ranges([0, len(segment.owners) - 1], [1, 2])  # past the end
     nested = b"\x91" * 200_001 + b"\xc0"  # msgspec raises RecursionError on it
     for damage in (path.read_bytes()[:-7], b"", b"\x93\x01\x02\x03", nested):
         broken = tmp_path / "chunks.msgpack"
