@@ -377,14 +377,11 @@ def _segment_knn(
         top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
         top = top[np.argsort(-sims[top])]
         return top, sims[top]
-    index = seg.graph.index
-    if allowed_chunks is not None:
-        labels, distances = index.knn_query(qvec[None, :], k=k, filter=allowed.__getitem__)
-        return labels[0].astype(np.int64), (1.0 - distances[0]).astype(np.float32)
     # A graph shared with an older version also returns the rows that died since: ask for
-    # as many more and drop them.
-    stale = seg.stale_rows
-    labels, distances = index.knn_query(qvec[None, :], k=k + stale)
+    # as many more and drop them (a filter, built from the live rows, drops them itself).
+    stale = 0 if allowed_chunks is not None else seg.stale_rows
+    keep = None if allowed_chunks is None else allowed.__getitem__
+    labels, distances = seg.graph.index.knn_query(qvec[None, :], k=k + stale, filter=keep)
     rows, cosines = labels[0].astype(np.int64), (1.0 - distances[0]).astype(np.float32)
     if stale:
         live = seg.live_rows[rows]

@@ -96,7 +96,7 @@ class LoadedSegment:
     def stale_rows(self) -> int:
         """Rows dead in this version that its (shared) graph still returns."""
         graph = self.graph
-        return 0 if graph is None else int(np.count_nonzero(~self.live_rows & ~graph.marked))
+        return 0 if graph is None else _unmarked_dead(self.live_rows, graph)
 
     def inherit(self, before: LoadedSegment) -> None:
         """Take over what `before`, the same segment in another version, has loaded that
@@ -108,7 +108,7 @@ class LoadedSegment:
         graph = before.__dict__.get("graph")
         if graph is None or np.any(graph.marked & self.live_rows):
             return
-        if np.count_nonzero(~self.live_rows & ~graph.marked) <= MAX_STALE_ROWS:
+        if _unmarked_dead(self.live_rows, graph) <= MAX_STALE_ROWS:
             self.__dict__["graph"] = graph
 
     @cached_property
@@ -301,6 +301,11 @@ def _load_segment(
     if before is not None:
         loaded.inherit(before)
     return loaded
+
+
+def _unmarked_dead(live_rows: np.ndarray, graph: Graph) -> int:
+    """Rows dead in a version that `graph` does not mark deleted."""
+    return int(np.count_nonzero(~live_rows & ~graph.marked))
 
 
 def _load_hnsw(path: Path, dim: int, rows: int) -> hnswlib.Index:
