@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from docdex.index_format.model import ChunkRecord
+
+if TYPE_CHECKING:
+    from .snapshot import Snapshot
 
 
 @dataclass
@@ -14,9 +20,17 @@ class Candidate:
     dense: float = 0.0  # best window cosine (computed for every candidate)
     dense_rank: int = 0
     score: float = 0.0
+    record: ChunkRecord | None = field(default=None, repr=False)
 
     @property
     def match(self) -> str:
         if self.bm25_rank and self.dense_rank:
             return "both"
         return "bm25" if self.bm25_rank else "dense"
+
+    def chunk(self, snapshot: Snapshot) -> ChunkRecord:
+        """The chunk's record, read once per search: the fusion, the rerank, the confidence
+        and the hits all read it, and each read is a `pread` and a decode."""
+        if self.record is None:
+            self.record = snapshot.segments[self.segment].chunks[self.index]
+        return self.record

@@ -117,7 +117,7 @@ def unmatched_names_share(
     total = snapshot.searcher.num_docs
     if not named or not head or total < ABSENCE_MIN_CHUNKS:
         return 0.0
-    ids = [snapshot.segments[c.segment].chunks[c.index].chunk_id for c in head]
+    ids = [c.chunk(snapshot).chunk_id for c in head]
     weight = sum(term_idf(total, text_frequency(snapshot, t)) for t in profile.terms)
     missed = sum(
         term_idf(total, df)
@@ -189,7 +189,7 @@ def function_words(analysis: TextAnalysis) -> frozenset[str]:
 def lexical_coverage(snapshot: Snapshot, profile: QueryProfile, cand: Candidate) -> float:
     """1.0 when an identifier of the query occurs in the candidate chunk; otherwise the
     IDF-weighted share of the query's terms that occur in it."""
-    chunk = snapshot.segments[cand.segment].chunks[cand.index]
+    chunk = cand.chunk(snapshot)
     if profile.identifier:
         wanted = identifier_terms(" ".join(profile.code))
         if wanted and wanted[0] in set(identifier_terms(chunk.text)):

@@ -247,7 +247,7 @@ class CrossEncoderReranker:
     ) -> None:
         passages = []
         for c in candidates:
-            chunk = snapshot.segments[c.segment].chunks[c.index]
+            chunk = c.chunk(snapshot)
             passages.append(" › ".join(chunk.headings) + "\n" + chunk.text)
         # The model's logit is the head's score (a sigmoid would tie confident pairs).
         for c, s in zip(candidates, self.scores(query, passages), strict=True):

@@ -103,6 +103,7 @@ ADAPTIVE_K = 10
 DENSE_TRUST_FROM = 0.70
 DENSE_TRUST_SLOPE = 20.0  # dense weight 1 + 20 x (best cosine - .70): 3 at .80
 ADAPTIVE_HEADING_WEIGHT = 0.5
+SECTION_TERMS_KEPT = 65_536  # chunks whose heading terms a snapshot keeps between queries
 
 
 # --- entry point ---------------------------------------------------------------------------
@@ -471,7 +472,7 @@ def contains_literals(snapshot: Snapshot, c: Candidate, literals: list[str]) -> 
     """Whether the chunk's raw markdown contains every identifier of the query as typed
     (case-insensitive): the identifier field splits `self.typeck_results()` into parts, the
     raw text does not."""
-    text = snapshot.segments[c.segment].chunks[c.index].text.lower()
+    text = c.chunk(snapshot).text.lower()
     return all(lit in text for lit in literals)
 
 
@@ -479,7 +480,7 @@ def heading_overlap(snapshot: Snapshot, c: Candidate, profile: QueryProfile) -> 
     """How well the chunk's own (deepest) heading and the query name each other: the share
     of query terms in the heading times the share of heading terms in the query (1.0 when
     the query is the section's title)."""
-    heading = set(section_terms(snapshot, c.segment, c.index))
+    heading = set(section_terms(snapshot, c))
     if not heading:
         return 0.0
     query = set(profile.terms)
@@ -487,12 +488,17 @@ def heading_overlap(snapshot: Snapshot, c: Candidate, profile: QueryProfile) -> 
     return shared * shared / (len(query) * len(heading))
 
 
-def section_terms(snapshot: Snapshot, segment: int, index: int) -> list[str]:
+def section_terms(snapshot: Snapshot, c: Candidate) -> list[str]:
+    """The terms of the chunk's deepest heading, kept for the snapshot's later queries: at
+    most SECTION_TERMS_KEPT chunks' worth, so a long-lived version of a large corpus does
+    not come to hold every chunk's."""
     cache = snapshot.cache.setdefault("section_terms", {})
-    key = (segment, index)
+    key = (c.segment, c.index)
     terms = cache.get(key)
     if terms is None:
-        headings = snapshot.segments[segment].chunks[index].headings
+        if len(cache) >= SECTION_TERMS_KEPT:
+            cache.clear()
+        headings = c.chunk(snapshot).headings
         terms = cache[key] = analysis_of(snapshot).terms(headings[-1]) if headings else []
     return terms
 
@@ -504,7 +510,7 @@ def one_chunk_per_page(snapshot: Snapshot, candidates: list[Candidate]) -> list[
     seen: set[str] = set()
     out = []
     for c in candidates:
-        doc_id = snapshot.segments[c.segment].chunks[c.index].doc_id
+        doc_id = c.chunk(snapshot).doc_id
         if doc_id not in seen:
             seen.add(doc_id)
             out.append(c)
@@ -518,7 +524,7 @@ def best_cosine(snapshot: Snapshot, embedder, text: str, scope: Scope) -> float:
 
 
 def to_hit(snapshot: Snapshot, c: Candidate) -> Hit:
-    chunk = snapshot.segments[c.segment].chunks[c.index]
+    chunk = c.chunk(snapshot)
     page = snapshot.pages.get(chunk.doc_id)
     return Hit(
         doc_id=chunk.doc_id,

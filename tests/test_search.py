@@ -330,6 +330,31 @@ def test_chunk_cosines_are_each_chunks_best_window(snap, embedder, monkeypatch, 
         assert search_mod.chunk_cosines(seg, [], qvec).shape == (0,)
 
 
+@pytest.mark.parametrize("reranker", ["none", "maxsim"])
+def test_a_search_reads_each_chunk_record_once(snap, embedder, monkeypatch, reranker):
+    """The fusion (heading overlap, literals), the rerank, the confidence and the hits all
+    read a candidate's record: one `pread` and decode each, not one per reader."""
+    from docdex.index_format.store import ChunkTable
+
+    reads: list[tuple[int, int]] = []
+    read = ChunkTable.__getitem__
+    monkeypatch.setattr(
+        ChunkTable, "__getitem__", lambda t, i: reads.append((id(t), i)) or read(t, i)
+    )
+    snap.cache.pop("section_terms", None)  # heading terms kept from earlier tests' queries
+    result = search_mod.search(snap, embedder, "max_connections pool limit", 10, reranker=reranker)
+    assert result.results
+    assert reads and len(reads) == len(set(reads))
+
+
+def test_heading_terms_kept_between_queries_are_bounded(snap, embedder, monkeypatch):
+    monkeypatch.setattr(search_mod, "SECTION_TERMS_KEPT", 3)
+    snap.cache.pop("section_terms", None)
+    for query in ("how is the release marker documented?", "configure the storage engine"):
+        search_mod.search(snap, embedder, query, 10)
+        assert 0 < len(snap.cache["section_terms"]) <= 3
+
+
 def test_chunk_records_decode_lazily_and_a_corrupt_file_is_refused(index, tmp_path):
     from docdex.index_format.store import CHUNKS_FILE, ChunkTable, load_manifest, load_segment
 
