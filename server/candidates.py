@@ -20,7 +20,7 @@ class Candidate:
     dense: float = 0.0  # best window cosine (computed for every candidate)
     dense_rank: int = 0
     score: float = 0.0
-    record: ChunkRecord | None = field(default=None, repr=False)
+    record: ChunkRecord | None = field(default=None, repr=False, compare=False)
 
     @property
     def match(self) -> str:
