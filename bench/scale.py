@@ -356,6 +356,8 @@ class Measured(msgspec.Struct):
     push_cpu_s: list[float] = []  # CPU time of each `docdex index` process (every thread)
     swap_s: list[float] = []  # each pushed version opened beside the one before (adr/0028)
     swap_cpu_s: list[float] = []  # CPU time of the same
+    query_one_thread_ms: list[float] = []  # search() with no helper thread (adr/0029)
+    query_one_thread_cpu_ms: list[float] = []
 
 
 def version_bytes(data: DataDir) -> dict[str, int]:
@@ -399,7 +401,9 @@ class Clock:
 
 def in_process(data: DataDir, embedder: Embedder, queries: list[str]) -> dict:
     """Version loads, then every query once through `search`, then the parts of each."""
+    from docdex.server import parallel
     from docdex.server.boot import load_snapshot
+    from docdex.server.parallel import helpers
     from docdex.server.search import Scope, bm25_top, dense_top, profile_query, search
 
     load = load_snapshot(data, embedder)  # what `docdex serve` runs per version: open, warm
@@ -414,11 +418,15 @@ def in_process(data: DataDir, embedder: Embedder, queries: list[str]) -> dict:
     stages = load_parts(data, embedder)
     for query in queries[:5]:  # warm-up: the first searches of a version page its files in
         search(snapshot, embedder, query)
-    times, cpu = [], []
+    times, cpu, one_thread, one_thread_cpu = [], [], [], []
     parts = {k: ([], []) for k in ("embed", "bm25", "dense")}
-    for query in queries:
-        with Clock(times, cpu):
-            search(snapshot, embedder, query)
+    for n, query in enumerate(queries):
+        # Beside the same search on one thread (adr/0029), each first every other query: a
+        # query's first search reads its postings and records, the second finds them paged in.
+        runs = [(times, cpu, parallel.HELPERS), (one_thread, one_thread_cpu, 0)]
+        for wall, used, count in runs if n % 2 == 0 else runs[::-1]:
+            with Clock(wall, used), helpers(count):
+                search(snapshot, embedder, query)
         with Clock(*parts["embed"]):
             qvec = embedder.embed_query(query)
         with Clock(*parts["bm25"]):
@@ -437,6 +445,8 @@ def in_process(data: DataDir, embedder: Embedder, queries: list[str]) -> dict:
         "load_cpu_s": load_cpu,
         "query_ms": [t * 1000 for t in times],
         "query_cpu_ms": [t * 1000 for t in cpu],
+        "query_one_thread_ms": [t * 1000 for t in one_thread],
+        "query_one_thread_cpu_ms": [t * 1000 for t in one_thread_cpu],
         "stage_ms": stages,
         "stage_cpu_ms": stage_cpu,
     }
@@ -519,7 +529,7 @@ def measure(pool, plan, build: Build, embedder: Embedder, queries: list[str]) ->
     cached = data_dir(build.size) / "scale-measured.json"
     if cached.exists():  # measured; parts measured before CPU times were, again
         old = msgspec.json.decode(cached.read_bytes(), type=Measured)
-        if not old.query_cpu_ms:
+        if not old.query_one_thread_ms:
             old = remeasure(old, in_process(DataDir(data_dir(build.size)), embedder, queries))
         if not old.swap_cpu_s or not old.push_cpu_s:
             with scratch_copy(build.size) as scratch:
@@ -611,6 +621,8 @@ def summary(row: Measured) -> dict[str, float]:
         "p99_ms": percentile(q, 0.99),
         "p50_cpu_ms": median(cpu),
         "p99_cpu_ms": percentile(cpu, 0.99),
+        "p50_one_thread_ms": median(row.query_one_thread_ms or q),
+        "p50_one_thread_cpu_ms": median(row.query_one_thread_cpu_ms or cpu),
         "rss_mb": row.server_rss_mb,
         "push_s": median(row.push_s),
         "push_cpu_s": median(row.push_cpu_s or row.push_s),
@@ -621,7 +633,7 @@ def summary(row: Measured) -> dict[str, float]:
 TARGETS = {  # at 1M chunks: summary key -> (what, unit, limit; None: a ratio to 50k's)
     "load_cpu_s": ("version load from cold, CPU", "s", 2.0),
     "swap_cpu_s": ("version load after a small push (a swap), CPU", "s", 2.0),
-    "p50_cpu_ms": ("query p50, CPU", "ms", 30.0),
+    "p50_ms": ("query p50, wall (in process, every core: adr/0029)", "ms", 30.0),
     "rss_mb": ("server RSS after queries", "MB", 1536.0),
     "push_cpu_s": ("small push, CPU / at the smallest size", "x", None),
 }
@@ -651,6 +663,14 @@ def scale_figures(rows: list[Measured]) -> list[Figure]:
             Figure(name, "query p99 (in process, wall)", round(s["p99_ms"], 1), "ms"),
             Figure(name, "query p50, CPU", round(s["p50_cpu_ms"], 1), "ms"),
             Figure(name, "query p99, CPU", round(s["p99_cpu_ms"], 1), "ms"),
+            Figure(name, "query p50, one thread, wall", round(s["p50_one_thread_ms"], 1), "ms"),
+            Figure(name, "query p50, one thread, CPU", round(s["p50_one_thread_cpu_ms"], 1), "ms"),
+            Figure(
+                name,
+                "query p50, wall: every core / one thread",
+                round(s["p50_ms"] / s["p50_one_thread_ms"], 2),
+                "x",
+            ),
             Figure(name, "server RSS after queries", round(s["rss_mb"]), "MB"),
             Figure(name, "small push, index run", round(s["push_s"], 2), "s"),
             Figure(name, "small push, CPU", round(s["push_cpu_s"], 2), "s"),
@@ -690,7 +710,11 @@ def plot(rows: list[Measured]) -> None:
             [("cold, wall", "load_s"), ("cold, CPU", "load_cpu_s"), ("swap, CPU", "swap_cpu_s")],
             2,
         ),
-        ("query, in process (ms)", [("p50 CPU", "p50_cpu_ms"), ("p50 wall", "p50_ms")], 30),
+        (
+            "query, in process (ms)",
+            [("p50 wall", "p50_ms"), ("CPU", "p50_cpu_ms"), ("one thread", "p50_one_thread_ms")],
+            30,
+        ),
         (
             "small push (s)",
             [("CPU", "push_cpu_s"), ("index run, wall", "push_s")],
@@ -746,6 +770,10 @@ def markdown_table(rows: list[Measured]) -> str:
             lambda r, s: f"{s['swap_cpu_s']:.2f} / {median(r.swap_s or [float('nan')]):.2f} s",
         ),
         ("query p50, CPU / wall", lambda r, s: f"{s['p50_cpu_ms']:.1f} / {s['p50_ms']:.1f} ms"),
+        (
+            "query p50 on one thread (adr/0029), CPU / wall",
+            lambda r, s: f"{s['p50_one_thread_cpu_ms']:.1f} / {s['p50_one_thread_ms']:.1f} ms",
+        ),
         ("query p99, CPU / wall", lambda r, s: f"{s['p99_cpu_ms']:.1f} / {s['p99_ms']:.1f} ms"),
         (
             "query parts p50 CPU: embed / BM25 / dense",

@@ -12,7 +12,8 @@ analysed the documents, and queries are built from those terms with Tantivy's qu
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 
 import msgspec
 import numpy as np
@@ -30,6 +31,7 @@ from . import confidence
 from .candidates import Candidate
 from .errors import SearchError
 from .pages import TITLE_CHARS, breadcrumb, clip, clip_headings, resource_uri
+from .parallel import run_shared
 from .query import QueryProfile, analysis_of, profile_query
 from .rerank import Reranker, resolve_reranker
 from .snapshot import LoadedSegment, Snapshot
@@ -207,11 +209,15 @@ def validate(
 def retrieve(
     snapshot: Snapshot, qvec: np.ndarray, profile: QueryProfile, scope: Scope
 ) -> list[Candidate]:
-    """BM25 and dense top-k under the filters, merged; every candidate gets both scores."""
+    """BM25 and dense top-k under the filters, merged; every candidate gets both scores.
+    BM25 and each segment's graph search run at once (server/parallel.py)."""
+    lexical, *windows = run_shared(
+        [partial(bm25_top, snapshot, profile, scope), *segment_searches(snapshot, qvec, scope)]
+    )
     found: dict[tuple[int, int], Candidate] = {}
-    for rank, (key, score) in enumerate(bm25_top(snapshot, profile, scope), 1):
+    for rank, (key, score) in enumerate(lexical, 1):
         found[key] = Candidate(key[0], key[1], bm25=score, bm25_rank=rank)
-    for rank, (key, score) in enumerate(dense_top(snapshot, qvec, scope), 1):
+    for rank, (key, score) in enumerate(dense_ranking(snapshot, windows), 1):
         cand = found.setdefault(key, Candidate(key[0], key[1]))
         cand.dense, cand.dense_rank = score, rank
     lexical_only: dict[int, list[Candidate]] = {}
@@ -331,10 +337,26 @@ def dense_top(
     snapshot: Snapshot, qvec: np.ndarray, scope: Scope
 ) -> list[tuple[tuple[int, int], float]]:
     """Top chunks by their best window's cosine, over every segment, under the filters."""
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # segment, chunk, cosine
+    return dense_ranking(snapshot, run_shared(segment_searches(snapshot, qvec, scope)))
+
+
+def segment_searches(
+    snapshot: Snapshot, qvec: np.ndarray, scope: Scope
+) -> list[Callable[[], tuple[np.ndarray, np.ndarray]]]:
+    """Per segment, its search for the nearest allowed windows: (rows, cosines)."""
     allowed = chunk_filters(snapshot, scope)
-    for s, seg in enumerate(snapshot.segments):
-        rows, sims = _segment_knn(seg, qvec, allowed[s] if allowed else None)
+    return [
+        partial(_segment_knn, seg, qvec, allowed[s] if allowed else None)
+        for s, seg in enumerate(snapshot.segments)
+    ]
+
+
+def dense_ranking(
+    snapshot: Snapshot, windows: Sequence[tuple[np.ndarray, np.ndarray]]
+) -> list[tuple[tuple[int, int], float]]:
+    """Chunks ranked by their best window's cosine, from each segment's nearest windows."""
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # segment, chunk, cosine
+    for s, (seg, (rows, sims)) in enumerate(zip(snapshot.segments, windows, strict=True)):
         order = np.argsort(-sims, kind="stable")
         owners, sims = seg.segment.owners[rows[order]], sims[order]
         chunks, first = np.unique(owners, return_index=True)  # first = the chunk's best window

@@ -1,0 +1,91 @@
+"""A query's parts on every core (server/parallel.py, adr/0029): results in order, errors
+re-raised, no query waits for a helper busy with another query, and a search answers
+exactly as on one thread."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from docdex.index_format.layout import DataDir
+from docdex.server import parallel
+from docdex.server import search as search_mod
+from docdex.server.boot import load_snapshot
+from docdex.server.search import search
+
+from fixtures import index_workspace
+from gitrepo import Workspace
+
+
+@pytest.fixture(autouse=True)
+def one_helper(monkeypatch):
+    monkeypatch.setattr(parallel, "HELPERS", 1)  # as on these 2-core machines, on any machine
+
+
+def test_results_come_back_in_the_order_of_the_tasks():
+    tasks = [lambda n=n: n * n for n in range(50)]
+    assert parallel.run_shared(tasks) == [n * n for n in range(50)]
+
+
+def test_an_error_is_raised_in_the_caller_after_every_task_ran():
+    ran = []
+
+    def task(n: int) -> int:
+        ran.append(n)
+        if n == 3:
+            raise ValueError("task 3 failed")
+        return n
+
+    with pytest.raises(ValueError, match="task 3 failed"):
+        parallel.run_shared([lambda n=n: task(n) for n in range(8)])
+    assert sorted(ran) == list(range(8))
+
+
+def test_a_query_does_not_wait_for_a_helper_busy_with_another_query():
+    blocked, release = threading.Semaphore(0), threading.Event()
+
+    def slow() -> str:
+        blocked.release()
+        release.wait(10)
+        return "slow"
+
+    other = threading.Thread(target=parallel.run_shared, args=([slow, slow],))
+    other.start()
+    assert blocked.acquire(timeout=10) and blocked.acquire(timeout=10)  # the helper is held
+    answered = []
+    mine = threading.Thread(target=lambda: answered.append(parallel.run_shared([str, int])))
+    mine.start()
+    mine.join(timeout=5)
+    answered_while_held = list(answered)
+    release.set()
+    other.join(timeout=10)
+    mine.join(timeout=10)
+    assert answered_while_held == [["", 0]]
+
+
+@pytest.fixture(scope="module")
+def two_segments(tmp_path_factory, embedder):
+    root = tmp_path_factory.mktemp("parallel")
+    ws, data = Workspace(root), DataDir(root / "data")
+    for topic in ("otters", "glaciers", "comets"):
+        ws.write(f"{topic}.md", f"# {topic}\n\nWhere {topic} are found.\n\n## Care\n\nFeeding.\n")
+    ws.commit_and_push("three pages")
+    index_workspace(data, ws, embedder)
+    ws.write("trams.md", "# Tram lines\n\nA tram line's overhead wire and its poles.\n")
+    ws.commit_and_push("a fourth page")
+    return load_snapshot(data, embedder)(index_workspace(data, ws, embedder))
+
+
+def test_a_search_answers_as_on_one_thread(two_segments, embedder, monkeypatch):
+    monkeypatch.setattr(search_mod, "EXACT_DENSE_MAX_ROWS", 0)  # hnswlib in every segment
+    assert len(two_segments.segments) == 2
+
+    def answers() -> list:
+        queries = ("where are otters", "overhead wire", "comet feeding care", "glaciers")
+        found = [search(two_segments, embedder, q, 5).results for q in queries]
+        return [[(h.chunk_id, h.score) for h in hits] for hits in found]
+
+    shared = answers()
+    monkeypatch.setattr(parallel, "HELPERS", 0)
+    assert shared == answers() and all(shared)
