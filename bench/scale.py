@@ -406,12 +406,11 @@ def in_process(data: DataDir, embedder: Embedder, queries: list[str]) -> dict:
     from docdex.server.parallel import helpers
     from docdex.server.search import Scope, bm25_top, dense_top, profile_query, search
 
-    load = load_snapshot(data, embedder)  # what `docdex serve` runs per version: open, warm
     version = current_version(data)
     loads, load_cpu = [], []
     for _ in range(LOADS):
-        with Clock(loads, load_cpu):
-            snapshot = load(version)
+        with Clock(loads, load_cpu):  # what `docdex serve` runs at a start: open, warm
+            snapshot = load_snapshot(data, embedder)(version)
         if len(loads) < LOADS:
             snapshot.close()
             del snapshot

@@ -73,7 +73,12 @@ class EmbedderInfo(msgspec.Struct, frozen=True):
 # --- stored records ------------------------------------------------------------------------
 
 
-class ChunkRecord(msgspec.Struct, frozen=True):
+# Stored records hold only strings, numbers and lists of them, so they are never part of
+# a reference cycle: `gc=False` leaves them out of the collector's passes, which a 1M-chunk
+# page table's million structs otherwise trigger (benchmarks.md, "Version load").
+
+
+class ChunkRecord(msgspec.Struct, frozen=True, gc=False):
     """A chunk as stored in a dense segment (chunks.msgpack, in segment order)."""
 
     chunk_id: str  # "source:path#chunkN"
@@ -90,7 +95,7 @@ class ChunkRecord(msgspec.Struct, frozen=True):
     window_count: int
 
 
-class ChunkLocation(msgspec.Struct, frozen=True, array_like=True):
+class ChunkLocation(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """Where a page's chunk lives: all a reader needs (the leading fields of a ChunkRef)."""
 
     segment: str
@@ -111,7 +116,7 @@ class FileProblem(msgspec.Struct, frozen=True):
     problem: str  # a sentence naming what is wrong and the setting involved, if any
 
 
-class PageInfo(msgspec.Struct, frozen=True):
+class PageInfo(msgspec.Struct, frozen=True, gc=False):
     """A page's metadata: what PageRecord and ServedPage share."""
 
     doc_id: str
