@@ -9,6 +9,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from types import TracebackType
 from typing import Any
 
 HELPERS = max(0, (os.cpu_count() or 1) - 1)  # threads beside the caller; 0: all in the caller
@@ -22,12 +23,19 @@ def run_shared(tasks: Sequence[Callable[[], Any]]) -> list[Any]:
     once every task has finished."""
     if len(tasks) <= 1 or HELPERS == 0:
         return [task() for task in tasks]
-    batch = _Batch(tasks)
-    pool = _helpers()
-    for _ in range(min(HELPERS, len(tasks) - 1)):
-        pool.submit(batch.drain)
-    batch.drain()
-    return batch.results()
+    with start(tasks) as batch:
+        return batch.join()
+
+
+def start(tasks: Sequence[Callable[[], Any]]) -> Batch:
+    """`tasks` begun on the helpers now, while the caller does other work; `join` runs
+    what no helper has taken. Used as a context manager, no task outlives the block."""
+    batch = Batch(tasks)
+    if HELPERS and tasks:
+        pool = _helpers()
+        for _ in range(min(HELPERS, len(tasks))):
+            pool.submit(batch.drain)
+    return batch
 
 
 @contextlib.contextmanager
@@ -50,7 +58,7 @@ def _helpers() -> ThreadPoolExecutor:
         return _pool
 
 
-class _Batch:
+class Batch:
     """Tasks taken one at a time by whichever thread is free; a helper that starts after
     the last task was taken returns at once."""
 
@@ -62,6 +70,16 @@ class _Batch:
         self._error: BaseException | None = None
         self._lock = threading.Lock()
         self._done = threading.Event()
+        if not tasks:
+            self._done.set()
+
+    def join(self) -> list[Any]:
+        """Run the tasks no helper has taken, wait for the rest, return every result."""
+        self.drain()
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._results
 
     def drain(self) -> None:
         while (i := self._take()) is not None:
@@ -72,11 +90,19 @@ class _Batch:
                 error = raised
             self._finish(error)
 
-    def results(self) -> list[Any]:
+    def __enter__(self) -> Batch:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Tasks not yet taken never start; the ones running are waited for."""
+        with self._lock:
+            self._left -= len(self._tasks) - self._next
+            self._next = len(self._tasks)
+            if self._left == 0:
+                self._done.set()
         self._done.wait()
-        if self._error is not None:
-            raise self._error
-        return self._results
 
     def _take(self) -> int | None:
         with self._lock:

@@ -4,6 +4,8 @@
                   ├─ union ─ exact dense + lexical scores for every candidate ─ fusion
     dense top-100 ┘        ─ rerank of the head ─ optional one-chunk-per-page ─ top n
 
+BM25 runs on a helper thread while the query is embedded, and the segments' graphs beside
+each other (server/parallel.py, adr/0029).
 Filters (source, path prefix) are part of both retrievals, never applied to a finished list.
 User text is never parsed as a query language: it is analysed into terms the way the index
 analysed the documents, and queries are built from those terms with Tantivy's query classes.
@@ -27,11 +29,10 @@ from docdex.index_format.text import (
 )
 from docdex.model.late_interaction import encode_query
 
-from . import confidence
+from . import confidence, parallel
 from .candidates import Candidate
 from .errors import SearchError
 from .pages import TITLE_CHARS, breadcrumb, clip, clip_headings, resource_uri
-from .parallel import run_shared
 from .query import QueryProfile, analysis_of, profile_query
 from .rerank import Reranker, resolve_reranker
 from .snapshot import LoadedSegment, Snapshot
@@ -165,9 +166,10 @@ def search(
     source = entries_of(source)
     profile = validate(snapshot, query, num_results, source, path_prefix)
     reranker = resolve_reranker(reranker, snapshot)
-    encoding = encode_query(embedder, profile.text, bool(reranker and reranker.needs_tokens))
     scope = Scope(source, path_prefix, tagged_pages(snapshot, tags))
-    candidates = retrieve(snapshot, encoding.vector, profile, scope)
+    with parallel.start([partial(bm25_top, snapshot, profile, scope)]) as lexical:
+        encoding = encode_query(embedder, profile.text, bool(reranker and reranker.needs_tokens))
+        candidates = retrieve(snapshot, encoding.vector, lexical, scope)
     fuse(snapshot, candidates, profile, fusion)
     candidates.sort(key=lambda c: -c.score)
     if reranker is not None and candidates:
@@ -207,15 +209,15 @@ def validate(
 
 
 def retrieve(
-    snapshot: Snapshot, qvec: np.ndarray, profile: QueryProfile, scope: Scope
+    snapshot: Snapshot, qvec: np.ndarray, lexical: parallel.Batch, scope: Scope
 ) -> list[Candidate]:
-    """BM25 and dense top-k under the filters, merged; every candidate gets both scores.
-    BM25 and each segment's graph search run at once (server/parallel.py)."""
-    lexical, *windows = run_shared(
-        [partial(bm25_top, snapshot, profile, scope), *segment_searches(snapshot, qvec, scope)]
-    )
+    """BM25 (`lexical`: its search, begun while the query was embedded) and dense top-k under
+    the filters, merged; every candidate gets both scores. Each segment's graph search runs
+    beside the others and beside BM25 (server/parallel.py)."""
+    windows = parallel.run_shared(segment_searches(snapshot, qvec, scope))
+    [bm25] = lexical.join()
     found: dict[tuple[int, int], Candidate] = {}
-    for rank, (key, score) in enumerate(lexical, 1):
+    for rank, (key, score) in enumerate(bm25, 1):
         found[key] = Candidate(key[0], key[1], bm25=score, bm25_rank=rank)
     for rank, (key, score) in enumerate(dense_ranking(snapshot, windows), 1):
         cand = found.setdefault(key, Candidate(key[0], key[1]))
@@ -337,7 +339,7 @@ def dense_top(
     snapshot: Snapshot, qvec: np.ndarray, scope: Scope
 ) -> list[tuple[tuple[int, int], float]]:
     """Top chunks by their best window's cosine, over every segment, under the filters."""
-    return dense_ranking(snapshot, run_shared(segment_searches(snapshot, qvec, scope)))
+    return dense_ranking(snapshot, parallel.run_shared(segment_searches(snapshot, qvec, scope)))
 
 
 def segment_searches(

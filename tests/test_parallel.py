@@ -43,16 +43,7 @@ def test_an_error_is_raised_in_the_caller_after_every_task_ran():
 
 
 def test_a_query_does_not_wait_for_a_helper_busy_with_another_query():
-    blocked, release = threading.Semaphore(0), threading.Event()
-
-    def slow() -> str:
-        blocked.release()
-        release.wait(10)
-        return "slow"
-
-    other = threading.Thread(target=parallel.run_shared, args=([slow, slow],))
-    other.start()
-    assert blocked.acquire(timeout=10) and blocked.acquire(timeout=10)  # the helper is held
+    other, release = hold_the_helper()
     answered = []
     mine = threading.Thread(target=lambda: answered.append(parallel.run_shared([str, int])))
     mine.start()
@@ -62,6 +53,58 @@ def test_a_query_does_not_wait_for_a_helper_busy_with_another_query():
     other.join(timeout=10)
     mine.join(timeout=10)
     assert answered_while_held == [["", 0]]
+
+
+def hold_the_helper() -> tuple[threading.Thread, threading.Event]:
+    """The one helper busy with another query's task until the event is set."""
+    held, release = threading.Semaphore(0), threading.Event()
+
+    def slow() -> None:
+        held.release()
+        release.wait(10)
+
+    other = threading.Thread(target=parallel.run_shared, args=([slow, slow],))
+    other.start()
+    assert held.acquire(timeout=10) and held.acquire(timeout=10)
+    return other, release
+
+
+def test_a_started_task_runs_on_a_helper_while_the_caller_works():
+    ran_on, taken = [], threading.Event()
+
+    def task() -> None:
+        ran_on.append(threading.current_thread().name)
+        taken.set()
+
+    with parallel.start([task]) as batch:
+        assert taken.wait(10)  # the caller waits here: only a helper can have run it
+        batch.join()
+    assert ran_on[0].startswith("docdex-search")
+
+
+def test_a_started_task_no_helper_took_runs_in_the_caller_at_join():
+    other, release = hold_the_helper()
+    try:
+        with parallel.start([lambda: threading.current_thread().name]) as batch:
+            assert batch.join() == [threading.current_thread().name]
+    finally:
+        release.set()
+        other.join(timeout=10)
+
+
+def test_leaving_the_block_on_an_error_starts_no_more_tasks_and_waits_for_the_one_running():
+    began, release, ran = threading.Event(), threading.Event(), []
+
+    def first() -> None:
+        began.set()
+        release.wait(10)
+        ran.append("first")
+
+    threading.Timer(0.2, release.set).start()
+    with pytest.raises(KeyError), parallel.start([first, lambda: ran.append("second")]):
+        assert began.wait(10)
+        raise KeyError("the query's embedding failed")
+    assert ran == ["first"]
 
 
 @pytest.fixture(scope="module")
