@@ -185,9 +185,12 @@ def _array_length(encoded: msgspec.Raw) -> int:
 
 class ServedPage(PageInfo, frozen=True):
     """A page as the server reads it: the same record decoded with ChunkLocations only, so
-    that a large corpus's content hashes and window rows stay on disk."""
+    that a large corpus's content hashes and window rows stay on disk. Its arrays are
+    tuples, which the collector stops tracking: a version's page table then adds nothing
+    to the passes over the server's long-lived objects (benchmarks.md, "Version load")."""
 
-    chunks: list[ChunkLocation]
+    tags: tuple[str, ...]
+    chunks: tuple[ChunkLocation, ...]
 
 
 class FileSum(msgspec.Struct, frozen=True):
