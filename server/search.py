@@ -106,7 +106,7 @@ ADAPTIVE_K = 10
 DENSE_TRUST_FROM = 0.70
 DENSE_TRUST_SLOPE = 20.0  # dense weight 1 + 20 x (best cosine - .70): 3 at .80
 ADAPTIVE_HEADING_WEIGHT = 0.5
-SECTION_TERMS_KEPT = 65_536  # chunks whose heading terms a snapshot keeps between queries
+SECTION_TERMS_KEPT = 65_536  # chunks (and heading texts) whose terms a snapshot keeps
 
 
 # --- entry point ---------------------------------------------------------------------------
@@ -516,17 +516,31 @@ def heading_overlap(snapshot: Snapshot, c: Candidate, profile: QueryProfile) -> 
 
 
 def section_terms(snapshot: Snapshot, c: Candidate) -> list[str]:
-    """The terms of the chunk's deepest heading, kept for the snapshot's later queries: at
-    most SECTION_TERMS_KEPT chunks' worth, so a long-lived version of a large corpus does
-    not come to hold every chunk's."""
-    cache = snapshot.cache.setdefault("section_terms", {})
+    """The terms of the chunk's deepest heading, kept for the snapshot's later queries by
+    chunk and by heading text (many sections share a heading: "Parameters", "-Path"): at
+    most SECTION_TERMS_KEPT of each, so a long-lived version of a large corpus does not
+    come to hold every chunk's."""
+    by_chunk = snapshot.cache.setdefault("section_terms", {})
     key = (c.segment, c.index)
-    terms = cache.get(key)
+    terms = by_chunk.get(key)
     if terms is None:
-        if len(cache) >= SECTION_TERMS_KEPT:
-            cache.clear()
         headings = c.chunk(snapshot).headings
-        terms = cache[key] = analysis_of(snapshot).terms(headings[-1]) if headings else []
+        terms = _kept(by_chunk, key, heading_terms(snapshot, headings[-1]) if headings else [])
+    return terms
+
+
+def heading_terms(snapshot: Snapshot, heading: str) -> list[str]:
+    by_text = snapshot.cache.setdefault("heading_terms", {})
+    terms = by_text.get(heading)
+    if terms is None:
+        terms = _kept(by_text, heading, analysis_of(snapshot).terms(heading))
+    return terms
+
+
+def _kept(cache: dict, key: object, terms: list[str]) -> list[str]:
+    if len(cache) >= SECTION_TERMS_KEPT:
+        cache.clear()
+    cache[key] = terms
     return terms
 
 

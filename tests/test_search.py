@@ -350,9 +350,11 @@ def test_a_search_reads_each_chunk_record_once(snap, embedder, monkeypatch, rera
 def test_heading_terms_kept_between_queries_are_bounded(snap, embedder, monkeypatch):
     monkeypatch.setattr(search_mod, "SECTION_TERMS_KEPT", 3)
     snap.cache.pop("section_terms", None)
+    snap.cache.pop("heading_terms", None)
     for query in ("how is the release marker documented?", "configure the storage engine"):
         search_mod.search(snap, embedder, query, 10)
         assert 0 < len(snap.cache["section_terms"]) <= 3
+        assert 0 < len(snap.cache["heading_terms"]) <= 3
 
 
 def test_chunk_records_decode_lazily_and_a_corrupt_file_is_refused(index, tmp_path):
