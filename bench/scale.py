@@ -403,7 +403,6 @@ def in_process(data: DataDir, embedder: Embedder, queries: list[str]) -> dict:
     """Version loads, then every query once through `search`, then the parts of each."""
     from docdex.server import parallel
     from docdex.server.boot import load_snapshot
-    from docdex.server.parallel import helpers
     from docdex.server.search import Scope, bm25_top, dense_top, profile_query, search
 
     version = current_version(data)
@@ -421,10 +420,10 @@ def in_process(data: DataDir, embedder: Embedder, queries: list[str]) -> dict:
     parts = {k: ([], []) for k in ("embed", "bm25", "dense")}
     for n, query in enumerate(queries):
         # Beside the same search on one thread (adr/0029), each first every other query: a
-        # query's first search reads its postings and records, the second finds them paged in.
+        # query's first search analyses its candidates' headings, the second finds them kept.
         runs = [(times, cpu, parallel.HELPERS), (one_thread, one_thread_cpu, 0)]
         for wall, used, count in runs if n % 2 == 0 else runs[::-1]:
-            with Clock(wall, used), helpers(count):
+            with Clock(wall, used), parallel.helpers(count):
                 search(snapshot, embedder, query)
         with Clock(*parts["embed"]):
             qvec = embedder.embed_query(query)
