@@ -27,7 +27,7 @@ from docdex.index_format.text import (
     IDENT_FIELD,
     text_schema,
 )
-from docdex.model.late_interaction import encode_query
+from docdex.model.late_interaction import QueryEncoding, encode_query
 
 from . import confidence, parallel
 from .candidates import Candidate
@@ -83,6 +83,17 @@ class SearchResult(msgspec.Struct):
     omitted: int = 0  # hits left out to keep the answer under the cap (server/budget.py)
 
 
+class DenseTrust(msgspec.Struct, frozen=True):
+    """How much the adaptive fusion weighs the dense list: 1, plus `slope` times how far
+    its best cosine stands above `start`."""
+
+    start: float
+    slope: float
+
+    def weight(self, best_cosine: float) -> float:
+        return 1.0 + self.slope * max(0.0, best_cosine - self.start)
+
+
 class FusionWeights(msgspec.Struct, frozen=True):
     """Weighted score fusion: lexical * bm25/max(bm25) + dense * cosine."""
 
@@ -103,8 +114,7 @@ FUSIONS = ("adaptive", "weighted", "rrf", "bm25", "dense")
 # constant, the dense list weighing more when its best cosine is high (a model on its own
 # ground: msmarco's best cosines are .78 on average, the technical corpora's .54-.63).
 ADAPTIVE_K = 10
-DENSE_TRUST_FROM = 0.70
-DENSE_TRUST_SLOPE = 20.0  # dense weight 1 + 20 x (best cosine - .70): 3 at .80
+DENSE_TRUST = DenseTrust(start=0.70, slope=20.0)  # dense weight 3 at a best cosine of .80
 ADAPTIVE_HEADING_WEIGHT = 0.5
 SECTION_TERMS_KEPT = 65_536  # chunks (and heading texts) whose terms a snapshot keeps
 
@@ -167,9 +177,8 @@ def search(
     profile = validate(snapshot, query, num_results, source, path_prefix)
     reranker = resolve_reranker(reranker, snapshot)
     scope = Scope(source, path_prefix, tagged_pages(snapshot, tags))
-    with parallel.start([partial(bm25_top, snapshot, profile, scope)]) as lexical:
-        encoding = encode_query(embedder, profile.text, bool(reranker and reranker.needs_tokens))
-        candidates = retrieve(snapshot, encoding.vector, lexical, scope)
+    needs_tokens = bool(reranker and reranker.needs_tokens)
+    candidates, encoding = gather(snapshot, embedder, profile, scope, needs_tokens)
     fuse(snapshot, candidates, profile, fusion)
     candidates.sort(key=lambda c: -c.score)
     if reranker is not None and candidates:
@@ -206,6 +215,16 @@ def validate(
 
 
 # --- retrieval ------------------------------------------------------------------------------
+
+
+def gather(
+    snapshot: Snapshot, embedder, profile: QueryProfile, scope: Scope, with_tokens: bool = False
+) -> tuple[list[Candidate], QueryEncoding]:
+    """The query's candidates before fusion, and its encoding: BM25 runs on a helper thread
+    while the query is embedded."""
+    with parallel.start([partial(bm25_top, snapshot, profile, scope)]) as lexical:
+        encoding = encode_query(embedder, profile.text, with_tokens)
+        return retrieve(snapshot, encoding.vector, lexical, scope), encoding
 
 
 def retrieve(
@@ -439,7 +458,11 @@ def chunk_cosines(seg: LoadedSegment, indexes: list[int], qvec: np.ndarray) -> n
 
 
 def fuse(
-    snapshot: Snapshot, candidates: list[Candidate], profile: QueryProfile, fusion: str
+    snapshot: Snapshot,
+    candidates: list[Candidate],
+    profile: QueryProfile,
+    fusion: str,
+    trust: DenseTrust = DENSE_TRUST,
 ) -> None:
     if fusion not in FUSIONS:
         raise SearchError(f"unknown fusion {fusion!r}; choose one of: {', '.join(FUSIONS)}")
@@ -451,7 +474,7 @@ def fuse(
             c.score = c.bm25 if fusion == "bm25" else c.dense
         return
     if fusion == "adaptive":
-        adaptive(candidates)
+        adaptive(candidates, trust=trust)
         heading_weight = ADAPTIVE_HEADING_WEIGHT
     else:
         weighted(candidates, LEXICAL_WEIGHTS if profile.lexical else PROSE_WEIGHTS)
@@ -473,14 +496,15 @@ def rrf(candidates: list[Candidate], k: int = RRF_K) -> None:
         )
 
 
-def adaptive(candidates: list[Candidate], k: int = ADAPTIVE_K) -> None:
+def adaptive(
+    candidates: list[Candidate], k: int = ADAPTIVE_K, trust: DenseTrust = DENSE_TRUST
+) -> None:
     """Reciprocal ranks over the union (the BM25 list's ranks, dense ranks by every
     candidate's exact cosine), the dense side weighted by how close its best match is;
     scaled so that first in both lists scores 1.0."""
     if not candidates:
         return
-    best = max(c.dense for c in candidates)
-    dense_weight = 1.0 + DENSE_TRUST_SLOPE * max(0.0, best - DENSE_TRUST_FROM)
+    dense_weight = trust.weight(max(c.dense for c in candidates))
     scale = (k + 1) / (1.0 + dense_weight)
     for rank, c in enumerate(sorted(candidates, key=lambda c: -c.dense), 1):
         lexical = 1.0 / (k + c.bm25_rank) if c.bm25_rank else 0.0

@@ -14,6 +14,7 @@ import pytest
 from docdex.index_format.config import Config, SourceConfig
 from docdex.index_format.layout import DataDir
 from docdex.indexer.pipeline import index_sources
+from docdex.server import search
 from docdex.server.evaluate import (
     Query,
     aggregate,
@@ -29,6 +30,7 @@ from docdex.server.evaluate import (
 )
 from docdex.server.snapshot import Snapshot
 
+from bench.evalsets import sweep
 from gitrepo import Workspace
 
 
@@ -282,3 +284,24 @@ def test_baselines_refuse_a_dump(small, capsys, tmp_path):
     dump = str(tmp_path / "d.jsonl")
     assert run_eval_command(str(data.root), str(queries), "kb", 3, False, dump, baselines=True) == 2
     assert "--dump" in capsys.readouterr().err
+
+
+def test_the_fusion_sweep_scores_as_eval_does(small, embedder):
+    """bench/evalsets/sweep.py retrieves each query once and fuses it again per
+    configuration; every fusion's figures must be those `docdex eval` gives."""
+    data, queries = small
+    snapshot = Snapshot.load(data, embedder=embedder)
+    try:
+        groups = sweep.retrieve_all(snapshot, embedder, queries, "kb")
+        assert set(groups) == {"known-item all", "literal all", "handwritten all"}
+        for fusion in ("bm25", "dense", "rrf", "adaptive"):
+            report = evaluate(snapshot, embedder, queries, "kb", reranker="none", fusion=fusion)
+            for c in report.classes:
+                if c.cls == "unanswerable":
+                    continue
+                swept = sweep.score(snapshot, groups[f"{c.cls} all"], sweep.fusion(fusion))
+                assert swept == pytest.approx(c.mrr_at_10), (fusion, c.cls)
+        rows = sweep.sweep([("kb", snapshot, groups["literal all"])], [search.DENSE_TRUST])
+        assert rows == [["kb", "1.000", "1.000"], ["sets missed", "", "0"]]
+    finally:
+        snapshot.close()

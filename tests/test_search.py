@@ -566,6 +566,9 @@ def test_adaptive_fusion_trusts_the_dense_list_more_when_its_best_match_is_close
     lexical, semantic, everything = _pair(best_cosine=0.8)  # the model on its own ground
     search_mod.adaptive(everything)
     assert semantic.score > lexical.score
+    wary = search_mod.DenseTrust(start=0.85, slope=20.0)  # a start above .80: equal weights
+    search_mod.adaptive(everything, trust=wary)
+    assert lexical.score > semantic.score
 
 
 def test_every_fusion_ranks(snap, embedder):
