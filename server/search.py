@@ -233,12 +233,12 @@ def retrieve(
     """BM25 (`lexical`: its search, begun while the query was embedded) and dense top-k under
     the filters, merged; every candidate gets both scores. Each segment's graph search runs
     beside the others and beside BM25 (server/parallel.py)."""
-    windows = parallel.run_shared(segment_searches(snapshot, qvec, scope))
+    dense = dense_top(snapshot, qvec, scope)
     [bm25] = lexical.join()
     found: dict[tuple[int, int], Candidate] = {}
     for rank, (key, score) in enumerate(bm25, 1):
         found[key] = Candidate(key[0], key[1], bm25=score, bm25_rank=rank)
-    for rank, (key, score) in enumerate(dense_ranking(snapshot, windows), 1):
+    for rank, (key, score) in enumerate(dense, 1):
         cand = found.setdefault(key, Candidate(key[0], key[1]))
         cand.dense, cand.dense_rank = score, rank
     lexical_only: dict[int, list[Candidate]] = {}

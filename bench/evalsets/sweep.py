@@ -56,7 +56,9 @@ def answerable_files(corpus: str) -> list[tuple[str, Path]]:
     return [(p.name.removesuffix(".jsonl"), p) for p in paths if p.exists()]
 
 
-def retrieve_all(snapshot: Snapshot, embedder, path: Path, source: str) -> dict[str, list]:
+def retrieve_all(
+    snapshot: Snapshot, embedder, path: Path, source: str
+) -> dict[str, list[Retrieved]]:
     """The file's answerable queries, retrieved, by class and split (check.py's line rule,
     on the files report.py splits; the other shared files are whole)."""
     split = path.name in SETS or path.name in SHARED
@@ -101,8 +103,9 @@ def sweep(groups, trusts: list[search.DenseTrust]) -> list[list[str]]:
         cells = [label, f"{floor:.3f}"]
         for i, trust in enumerate(trusts):
             value = score(snapshot, retrieved, fusion("adaptive", trust))
-            missed[i] += value < floor - 1e-9
-            cells.append(f"{value:.3f}{'!' if value < floor - 1e-9 else ''}")
+            miss = value < floor - 1e-9
+            missed[i] += miss
+            cells.append(f"{value:.3f}{'!' if miss else ''}")
         rows.append(cells)
     return [*rows, ["sets missed", "", *(str(m) for m in missed)]]
 
