@@ -57,7 +57,8 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     merged_chunks: Annotated[int, msgspec.Meta(ge=0)] = 0
     threads: int = 0  # embedder threads; 0 = all cores
     nice: int = 10  # niceness of background indexing (worker)
-    cycle_timeout_s: int = 3600  # the worker kills an indexing cycle that runs longer
+    # the worker kills an indexing cycle that runs longer
+    cycle_timeout_s: Annotated[int, msgspec.Meta(ge=1)] = 3600
     reranker: str = "default"  # default | none | maxsim | cross-encoder:/path/to/onnx-dir
     late_interaction: bool = False  # write token vectors for MaxSim (ADR 0006; ~70 B/token)
     # /health says "stale" once a ref's tip has been ahead of its index this long (the hook,

@@ -146,13 +146,13 @@ def run_cycle(data: DataDir, names: list[str] | None, settings: Settings, stop) 
         reader.start()
     status, error = "", ""
     while True:
-        try:
-            proc.wait(timeout=POLL_S)
+        try:  # wake at the deadline itself, not at the next poll after it
+            proc.wait(timeout=max(0.0, min(POLL_S, deadline - time.monotonic())))
             break
         except subprocess.TimeoutExpired:
             if stop():
                 status = "stopped"
-            elif time.monotonic() > deadline:
+            elif time.monotonic() >= deadline:
                 status = "timeout"
                 error = (
                     f"the indexing cycle ran longer than cycle_timeout_s "

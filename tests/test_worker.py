@@ -11,10 +11,18 @@ from pathlib import Path
 import pytest
 
 from docdex.index_format import metrics
-from docdex.index_format.config import Config, Settings, SourceConfig, save_config
+from docdex.index_format.config import (
+    Config,
+    ConfigError,
+    Settings,
+    SourceConfig,
+    load_config,
+    save_config,
+)
 from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import file_request, pending_requests
 from docdex.index_format.store import list_versions, load_current
+from docdex.indexer.lock import writer_lock
 from docdex.indexer.worker import try_lock, worker_pid
 from docdex.serverproc import ServeProcess
 
@@ -84,9 +92,12 @@ def test_a_failing_source_is_recorded_and_its_request_taken(setup, tmp_path):
 
 def test_a_cycle_past_its_time_limit_is_killed_and_its_request_kept(setup):
     ws, data = setup
-    configure(data, ws.bare, cycle_timeout_s=0)
+    configure(data, ws.bare, cycle_timeout_s=1)
     request = file_request(data, "docs", "hook")
-    done = run_worker(data, "--once")
+    # The cycle waits for the writer lock this test holds, so it outlives its deadline
+    # however fast or slow the machine is; nothing can be published while it waits.
+    with writer_lock(data):
+        done = run_worker(data, "--once")
     assert done.returncode == 1
     failure = metrics.read_last_failure(data)
     assert "cycle_timeout_s" in failure.error and failure.source == ""
@@ -173,3 +184,11 @@ def test_serve_runs_the_worker_and_stops_it(setup, tmp_path):
     finally:
         server.stop(group=False)  # the server alone: it must stop its worker itself
     wait_for(lambda: worker_pid(data) is None, 20, "the worker stopped with serve")
+
+
+def test_a_cycle_time_limit_under_a_second_is_refused(setup):
+    _ws, data = setup
+    text = data.config.read_text().replace("cycle_timeout_s = 3600", "cycle_timeout_s = 0")
+    data.config.write_text(text)
+    with pytest.raises(ConfigError, match="cycle_timeout_s"):
+        load_config(data)
