@@ -35,7 +35,7 @@ bench *ARGS: setup
 
 # The fault campaign (docs/reliability.md): `just chaos quick` (< 5 min), `just chaos crash`.
 chaos *ARGS: setup
-    {{bin}}/python -m bench.chaos {{ARGS}}
+    {{bin}}/python -m bench.faults {{ARGS}}
 
 # Lint and format check, and the layer contracts.
 lint: setup layers

@@ -24,8 +24,9 @@ from pathlib import Path
 
 from docdex.hooks.install import install_hook
 from docdex.index_format.layout import DataDir
-from docdex.indexer.worker import worker_pid
-from docdex.serverproc import ServeProcess, ServerFailed
+from docdex.indexer.triggers.worker import worker_pid
+
+from .serverproc import ServeProcess, ServerFailed
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = "docdex-docs"
@@ -205,7 +206,7 @@ def _search(server: ServeProcess) -> None:
 
 
 def _print_connection(mcp_url: str) -> None:
-    from docdex.server.clients import CLAUDE_CODE, http_config
+    from docdex.server.http.clients import CLAUDE_CODE, http_config
 
     print(f"\nMCP endpoint (streamable HTTP): {mcp_url}")
     print("Add it to an agent with this .mcp.json (other clients: docs/clients.md):")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 
 from docdex.index_format.layout import DataDir, IndexFormatError
-from docdex.index_format.model import FileProblem, Manifest, PageRecord, SourceState
+from docdex.index_format.records import FileProblem, Manifest, PageRecord, SourceState
 from docdex.index_format.store import (
     current_version,
     directory_bytes,

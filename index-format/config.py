@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from .layout import DataDir, write_atomic
-from .model import CHUNKER_RULES, WINDOW_OVERLAP, WINDOW_TOKENS, ChunkerSettings
+from .records import CHUNKER_RULES, WINDOW_OVERLAP, WINDOW_TOKENS, ChunkerSettings
 
 DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown", "**/*.mdx"]
 SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .model import FORMAT_MAJOR
+from .records import FORMAT_MAJOR
 
 MARKER = "DOCDEX"
 VERSION_DIGITS = 8

@@ -1,7 +1,8 @@
 """A page's text rebuilt from its chunks: the index keeps no other copy of a page.
 
-The chunker (indexer/markdown.py) and the server (server/pages.py) share this rule, so it
-lives in the format: line N of the result is line N of the file wherever a chunk covers it.
+The chunker (indexer/chunking/markdown.py) and the server (server/answers/pages.py) share
+this rule, so it lives in the format: line N of the result is line N of the file wherever a
+chunk covers it.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Literal
 
 from .config import DOC_SOURCE, MAX_REF_CHARS, REF_NAME
-from .model import SourceState
+from .records import SourceState
 
 RefKind = Literal["branch", "tag"]
 SEPARATOR = "@"

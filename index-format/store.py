@@ -28,7 +28,7 @@ from .layout import (
     version_name,
     write_atomic,
 )
-from .model import (
+from .records import (
     FORMAT_MAJOR,
     ChunkRecord,
     FileSum,

@@ -25,7 +25,7 @@ import msgspec
 import numpy as np
 
 from .layout import DataDir, IndexFormatError, version_name
-from .model import FileSum, Manifest, SegmentRef, ServedPage
+from .records import FileSum, Manifest, SegmentRef, ServedPage
 from .store import (
     CHUNKS_FILE,
     HNSW_FILE,

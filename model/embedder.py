@@ -21,7 +21,7 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from docdex.index_format.model import WINDOW_OVERLAP, WINDOW_TOKENS, EmbedderInfo
+from docdex.index_format.records import WINDOW_OVERLAP, WINDOW_TOKENS, EmbedderInfo
 
 from .files import load_tokenizer, model_info, weights_path
 from .sessions import cached_graph, cached_session
@@ -37,8 +37,8 @@ from .windows import (
 
 MAX_POSITIONS = 512  # BERT position embeddings
 
-# Batches stay small and of nearly equal length (bench/embed_micro.py; adr/0007): largest
-# batch * padded length per run, largest batch, and largest share of padding in a batch.
+# Batches stay small and of nearly equal length (bench/performance/embed_micro.py; adr/0007):
+# largest batch * padded length per run, largest batch, and largest share of padding in a batch.
 TOKEN_BUDGET = 1024
 MAX_BATCH = 64
 MAX_PADDING = 0.1

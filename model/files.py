@@ -17,7 +17,7 @@ from pathlib import Path
 from tokenizers import Tokenizer
 
 from docdex.index_format.layout import write_atomic
-from docdex.index_format.model import WINDOW_OVERLAP, WINDOW_TOKENS, EmbedderInfo
+from docdex.index_format.records import WINDOW_OVERLAP, WINDOW_TOKENS, EmbedderInfo
 
 DIM = 384
 

@@ -13,7 +13,8 @@ Rewrites of the package's graph, done once per machine:
 docdex runs the float32 kind: its vectors are the package graph's to within float
 rounding. The int8 kinds multiply with the package's own int8 values and scales
 (`DynamicQuantizeMatMul`, `QAttention`, activations quantised per call); they are faster
-and agree less, and are kept for the benchmark (bench/embed_graphs.py) that measures them.
+and agree less, and are kept for the benchmark (bench/performance/embed_graphs.py) that
+measures them.
 
 `onnx` is imported only here, in a child process (`python -m docdex.model.passagegraph
 MODEL CACHE_FILE`); the result is cached by sessions.py like the query graph.

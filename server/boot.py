@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 from docdex.index_format.config import load_config
 from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.runtime.logs import configure_logging, is_configured
+from docdex.server.answers.docs import Docs
+from docdex.server.engine.loaded import Snapshot
+from docdex.server.engine.search import identifier_vocabulary, search, searched_exactly
 
-from .documents import Docs
-from .model import start_loading
-from .search import identifier_vocabulary, search, searched_exactly
-from .snapshot import Snapshot
+from .query_model import start_loading
 from .versions import VersionHolder
 
 if TYPE_CHECKING:

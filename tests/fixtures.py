@@ -16,7 +16,7 @@ from pathlib import Path
 
 from docdex.index_format.config import Config, Settings, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
-from docdex.indexer.pipeline import index_sources
+from docdex.indexer.build.run import index_sources
 from docdex.serverproc import ServeProcess
 
 from gitrepo import Workspace

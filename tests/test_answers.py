@@ -13,13 +13,14 @@ import pytest
 from mcp import Client
 from mcp.shared.uri_template import UriTemplate
 
+from docdex.errors import InvalidArgument
 from docdex.index_format.config import load_config, save_config
-from docdex.server.answers import PageList, PageSummary
-from docdex.server.budget import ANSWER_CAP_CHARS, answer_chars, within_cap
-from docdex.server.errors import SearchError
-from docdex.server.pages import RESOURCE_TEMPLATE, page_text, resource_uri
-from docdex.server.paging import Lines
-from docdex.server.tools import build_mcp
+from docdex.server.answers.budget import ANSWER_CAP_CHARS, answer_chars, within_cap
+from docdex.server.answers.pages import page_text
+from docdex.server.answers.paging import Lines
+from docdex.server.answers.shapes import PageList, PageSummary
+from docdex.server.engine.hits import RESOURCE_TEMPLATE, resource_uri
+from docdex.server.mcp.tools import build_mcp
 
 from fixtures import FAQ, open_indexed_docs
 
@@ -140,7 +141,7 @@ def test_get_document_by_lines(docs):
     ],
 )
 def test_bad_paging_arguments_are_refused_in_a_sentence(docs, arguments, message):
-    with pytest.raises(SearchError, match=message):
+    with pytest.raises(InvalidArgument, match=message):
         docs.get_document("docs:tides.md", **arguments)
 
 
@@ -163,7 +164,7 @@ def test_the_tags_filter_keeps_the_tagged_pages(docs):
 
 def test_a_cursor_belongs_to_its_document(docs):
     cursor = docs.get_document("docs:tides.md", max_chars=1_000).next_cursor
-    with pytest.raises(SearchError, match="continues 'docs:tides.md', not 'docs:faq.md'"):
+    with pytest.raises(InvalidArgument, match="continues 'docs:tides.md', not 'docs:faq.md'"):
         docs.get_document("docs:faq.md", cursor=cursor)
 
 
@@ -216,7 +217,7 @@ def test_resource_uris_round_trip_through_the_template():
 
 
 def test_pages_list_and_read_as_resources(docs, monkeypatch):
-    monkeypatch.setattr("docdex.server.resources.RESOURCE_PAGE", 2)
+    monkeypatch.setattr("docdex.server.mcp.resources.RESOURCE_PAGE", 2)
 
     async def calls(client):
         templates = (await client.list_resource_templates()).resource_templates

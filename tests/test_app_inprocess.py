@@ -1,4 +1,4 @@
-"""The real Starlette app of `docdex serve` (server/app.py's build_app), driven in this
+"""The real Starlette app of `docdex serve` (server/http/app.py's build_app), driven in this
 process: no uvicorn, no socket. httpx2's ASGITransport calls the app directly, inside the
 app's own lifespan (the version watcher and the deferred /mcp), over a real index built from
 a real git repository with the real model."""
@@ -16,8 +16,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from docdex.index_format.layout import DataDir
-from docdex.server.app import build_app
 from docdex.server.boot import Boot, open_docs
+from docdex.server.http.app import build_app
 
 from fixtures import FAQ_E1234, INSTALL, build_workspace, index_workspace
 

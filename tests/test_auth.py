@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from docdex.server.auth import (
+from docdex.server.http.auth import (
     BearerAuth,
     BindRefused,
     HostCheck,

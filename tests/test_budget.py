@@ -1,4 +1,4 @@
-"""Answers that fit an agent's context (server/budget.py): a search answer's text stays
+"""Answers that fit an agent's context (server/answers/budget.py): a search answer's text stays
 within `max_chars`, long hits are cut and say so, and the rest is one get_document away."""
 
 from __future__ import annotations
@@ -8,16 +8,16 @@ import asyncio
 import pytest
 from mcp import Client
 
-from docdex.server.budget import (
+from docdex.errors import InvalidArgument
+from docdex.server.answers.budget import (
     DEFAULT_MAX_CHARS,
     FLOOR_CHARS,
     MAX_MAX_CHARS,
     cut,
     within_budget,
 )
-from docdex.server.errors import SearchError
-from docdex.server.search import Hit, SearchResult
-from docdex.server.tools import build_mcp
+from docdex.server.engine.hits import Hit, SearchResult
+from docdex.server.mcp.tools import build_mcp
 
 from fixtures import FAQ, open_indexed_docs
 
@@ -111,5 +111,5 @@ def test_max_chars_over_mcp_and_its_bounds(docs):
     hits = small.structured_content["results"]
     assert sum(len(h["text"]) for h in hits) <= 1_000 and hits[0]["truncated"] is True
     assert too_big.is_error and "max_chars must be between" in too_big.content[0].text
-    with pytest.raises(SearchError, match="max_chars"):
+    with pytest.raises(InvalidArgument, match="max_chars"):
         docs.search("export", max_chars=10)

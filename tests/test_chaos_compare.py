@@ -1,4 +1,4 @@
-"""The chaos campaign's one comparison (bench/chaos/harness.py: index_differences) on real
+"""The chaos campaign's one comparison (bench/faults/harness.py: index_differences) on real
 indexes: an index brought to a commit by incremental runs equals one built from scratch at
 that commit, and an index that differs in one page is told apart, naming the page."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current
-from docdex.indexer.pipeline import index_sources
+from docdex.indexer.build.run import index_sources
 
-from bench.chaos.harness import index_content, index_differences, write_config
+from bench.faults.harness import index_content, index_differences, write_config
 from fixtures import build_workspace
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from docdex.index_format import model
+from docdex.index_format import records as model
 from docdex.index_format.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DataDir
-from docdex.index_format.model import CHUNKER_RULES, ChunkerSettings
+from docdex.index_format.records import CHUNKER_RULES, ChunkerSettings
 from docdex.index_format.store import current_version, load_current, load_pages, load_segment
-from docdex.indexer.pipeline import index_sources
+from docdex.indexer.build.run import index_sources
 
 from fixtures import pushed_workspace
 

@@ -1,4 +1,4 @@
-"""docs/clients.md, tested: every client configuration it shows is what server/clients.py
+"""docs/clients.md, tested: every client configuration it shows is what server/http/clients.py
 produces (and `/clients.txt` serves), and every one, filled in and expanded as its client
 would expand it, reaches a real docdex with the SDK's client: HTTP entries a `docdex serve`
 that has a token, stdio entries a `docdex mcp` spawned from exactly their command and args. The
@@ -22,7 +22,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from docdex.index_format.layout import DataDir
-from docdex.server.clients import (
+from docdex.server.http.clients import (
     CLAUDE_CODE,
     CLIENTS,
     CURSOR,
@@ -35,7 +35,7 @@ from docdex.server.clients import (
     claude_add_http,
     claude_add_stdio,
 )
-from docdex.server.routes import MCP_PATH, index_page
+from docdex.server.http.routes import MCP_PATH, index_page
 from docdex.serverproc import ServeProcess
 
 from fixtures import http, served_workspace

@@ -1,4 +1,4 @@
-"""/mcp before and after the MCP SDK is built (server/deferred_mcp.py), driven as ASGI."""
+"""/mcp before and after the MCP SDK is built (server/mcp/deferred.py), driven as ASGI."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-from docdex.server.deferred_mcp import DeferredMCP
+from docdex.server.mcp.deferred import DeferredMCP
 
 LONG_GRACE = 600  # cannot run out during a test: only a request (or a stop) ends it
 SHORT_GRACE = 0.3  # runs out during the test; it is waited for with a deadline, not a sleep

@@ -12,11 +12,11 @@ from mcp import Client
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from docdex.server import validation
-from docdex.server.errors import SearchError
-from docdex.server.pages import resource_uri
-from docdex.server.routes import http_routes
-from docdex.server.tools import build_mcp
+from docdex.errors import InvalidArgument
+from docdex.server.answers import validation
+from docdex.server.engine.hits import resource_uri
+from docdex.server.http.routes import http_routes
+from docdex.server.mcp.tools import build_mcp
 
 from fixtures import open_indexed_docs
 
@@ -110,13 +110,13 @@ def test_obviously_bad_ids_are_still_refused_with_a_sentence(docs):
         ("docs:a\x00b.md", "NUL"),
         ("docs:" + "a/" * 40_000 + "x.md", "characters long"),
     ]:
-        with pytest.raises(SearchError, match=says):
+        with pytest.raises(InvalidArgument, match=says):
             docs.get_document(bad)
-    with pytest.raises(SearchError, match="no document"):
+    with pytest.raises(InvalidArgument, match="no document"):
         docs.get_document("docs:missing\tfile.md")
-    with pytest.raises(SearchError, match="unknown source"):
+    with pytest.raises(InvalidArgument, match="unknown source"):
         docs.get_document("other:notes/back\\slash.md")
-    with pytest.raises(SearchError) as caught:  # a long unknown id is not echoed whole
+    with pytest.raises(InvalidArgument) as caught:  # a long unknown id is not echoed whole
         docs.get_document("docs:" + "x/" * 4_000 + "y.md")
     assert len(str(caught.value)) < 1_000
     validation.check_doc_id(f"docs:{DEEP}#chunk0")
@@ -127,10 +127,10 @@ def test_obviously_bad_ids_are_still_refused_with_a_sentence(docs):
 
 def test_dates_are_bounded_and_strictly_iso_8601(docs):
     for bad in ["1" * 100_000, "1" * 41, "11111111", "2024", "2024-5-1", "yesterday", "2024-13-01"]:
-        with pytest.raises(SearchError, match="ISO 8601") as caught:
+        with pytest.raises(InvalidArgument, match="ISO 8601") as caught:
             docs.query_docs(created_after=bad)
         assert len(str(caught.value)) < 300
-    with pytest.raises(SearchError, match="created_before"):
+    with pytest.raises(InvalidArgument, match="created_before"):
         docs.query_docs(created_before="2" * 100_000)
     for good in [
         "2024-05-01",

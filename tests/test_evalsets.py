@@ -1,4 +1,4 @@
-"""The shipped query sets of bench/evalsets pass their validator (bench/evalsets/check.py)."""
+"""The shipped query sets of bench/ranking pass their validator (bench/ranking/check.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bench.evalsets import check
+from bench.ranking import check
 
 
 def shipped() -> list[str]:
@@ -15,7 +15,7 @@ def shipped() -> list[str]:
 
 def test_shipped_sets_are_well_formed():
     names = shipped()
-    assert names, "no set file in bench/evalsets"
+    assert names, "no set file in bench/ranking"
     problems = check.run(names, with_corpus=False)
     assert problems.lines == []
 

@@ -11,11 +11,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from docdex.index_format.config import Config, SourceConfig
-from docdex.index_format.layout import DataDir
-from docdex.indexer.pipeline import index_sources
-from docdex.server import search
-from docdex.server.evaluate import (
+from docdex.evaluation.scoring import (
     Query,
     aggregate,
     evaluate,
@@ -28,9 +24,13 @@ from docdex.server.evaluate import (
     score_query,
     write_dump,
 )
-from docdex.server.snapshot import Snapshot
+from docdex.index_format.config import Config, SourceConfig
+from docdex.index_format.layout import DataDir
+from docdex.indexer.build.run import index_sources
+from docdex.server.engine import search
+from docdex.server.engine.loaded import Snapshot
 
-from bench.evalsets import sweep
+from bench.ranking import sweep
 from gitrepo import Workspace
 
 
@@ -287,7 +287,7 @@ def test_baselines_refuse_a_dump(small, capsys, tmp_path):
 
 
 def test_the_fusion_sweep_scores_as_eval_does(small, embedder):
-    """bench/evalsets/sweep.py retrieves each query once and fuses it again per
+    """bench/ranking/sweep.py retrieves each query once and fuses it again per
     configuration; every fusion's figures must be those `docdex eval` gives."""
     data, queries = small
     snapshot = Snapshot.load(data, embedder=embedder)

@@ -1,5 +1,5 @@
 """Is the index current? list_sources and /health compare each indexed ref with its tip in
-the repository (server/freshness.py): commits behind, since when, queued, stale."""
+the repository (server/answers/freshness.py): commits behind, since when, queued, stale."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from docdex.server.tools import build_mcp
+from docdex.server.mcp.tools import build_mcp
 from docdex.serverproc import ServeProcess
 
 from fixtures import API, FAQ_E1234, INSTALL, http, open_indexed_docs

@@ -12,7 +12,7 @@ import pytest
 from dulwich.repo import Repo
 
 from docdex.index_format.config import SourceError, source_kind
-from docdex.index_format.model import FileProblem
+from docdex.index_format.records import FileProblem
 from docdex.indexer.git.blobs import read_markdown
 from docdex.indexer.git.diffs import Change, FileEntry, diff_commits, list_files
 from docdex.indexer.git.globs import matches

@@ -20,10 +20,10 @@ from docdex.hooks.install import CHAINED, HookError, install_hook, uninstall_hoo
 from docdex.index_format import metrics
 from docdex.index_format.config import ConfigError, load_config
 from docdex.index_format.layout import DataDir
-from docdex.index_format.model import Manifest
 from docdex.index_format.queue import pending_requests
+from docdex.index_format.records import Manifest
 from docdex.index_format.store import load_current, load_pages
-from docdex.indexer.worker import worker_pid
+from docdex.indexer.triggers.worker import worker_pid
 from docdex.serverproc import ServeProcess
 
 from fixtures import http, wait_for

@@ -1,4 +1,4 @@
-"""Issue 16, defect 2: slow peers cannot hold `docdex serve`'s sockets (server/connections.py).
+"""Issue 16, defect 2: slow peers cannot hold `docdex serve`'s sockets (server/http/connections.py).
 
 Against real servers on 127.0.0.1, in raw sockets: one with a 1 s header deadline and a 1 s
 idle keep-alive timeout, one bounded to 20 connections (and a header deadline long enough

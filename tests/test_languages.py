@@ -14,9 +14,9 @@ from docdex.index_format import text as text_module
 from docdex.index_format.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.index_format.store import load_current, write_manifest
-from docdex.indexer.pipeline import index_sources
-from docdex.server.search import analysis_of, search
-from docdex.server.snapshot import Snapshot
+from docdex.indexer.build.run import index_sources
+from docdex.server.engine.loaded import Snapshot
+from docdex.server.engine.search import analysis_of, search
 
 from fixtures import index_workspace, pushed_workspace
 

@@ -22,11 +22,23 @@ def test_the_tree_keeps_every_contract(tmp_path: Path) -> None:
 
 BREAKS = [
     # (module that gains an import, the import, the broken dependency the report names)
-    ("server/search.py", "import docdex.indexer.pipeline", "server.search -> docdex.indexer"),
-    ("indexer/pipeline.py", "from docdex.server import snapshot", "pipeline -> docdex.server"),
-    ("hooks/install.py", "import docdex.indexer.worker", "hooks.install -> docdex.indexer"),
+    (
+        "server/engine/search.py",
+        "import docdex.indexer.build.run",
+        "server.engine.search -> docdex.indexer",
+    ),
+    (
+        "indexer/build/run.py",
+        "from docdex.server.engine import loaded",
+        "build.run -> docdex.server",
+    ),
+    (
+        "hooks/install.py",
+        "import docdex.indexer.triggers.worker",
+        "hooks.install -> docdex.indexer",
+    ),
     ("index_format/store.py", "import docdex.model.files", "store -> docdex.model.files"),
-    ("model/files.py", "import docdex.server.search", "model.files -> docdex.server"),
+    ("model/files.py", "import docdex.server.engine.search", "model.files -> docdex.server"),
     ("model/sessions.py", "from . import embedder", ".sessions -> .embedder"),  # a cycle
     ("indexer/git/repo.py", "from . import history", ".repo -> .history"),  # a cycle
 ]
@@ -45,10 +57,10 @@ def test_a_forbidden_import_breaks_the_contracts(tmp_path, module, line, reporte
 
 def test_a_private_name_imported_from_another_module_is_found(tmp_path) -> None:
     tree = build_tree(tmp_path, copy=True)
-    path = tree / "docdex/server/rerank.py"
+    path = tree / "docdex/server/engine/rerank.py"
     path.write_text(path.read_text() + "\nfrom docdex.model.files import _file_sha256\n")
     assert private_imports(tree) == [
-        "docdex/server/rerank.py: imports _file_sha256 from docdex.model.files"
+        "docdex/server/engine/rerank.py: imports _file_sha256 from docdex.model.files"
     ]
 
 
@@ -57,7 +69,8 @@ def test_the_server_imports_no_model_runtime_until_it_loads_the_model() -> None:
     (adr/0008): if the server's modules imported onnxruntime or the tokenizer themselves,
     the two threads would queue on the same imports."""
     code = (
-        "import sys, docdex.server.app, docdex.server.search, docdex.server.rerank; "
+        "import sys, docdex.server.http.app, docdex.server.engine.search, "
+        "docdex.server.engine.rerank; "
         "print(sorted(m for m in ('onnxruntime', 'tokenizers', 'onnx') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -14,7 +14,7 @@ import pytest
 from docdex.cli import main
 from docdex.index_format.config import Config, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
-from docdex.indexer.pipeline import index_sources
+from docdex.indexer.build.run import index_sources
 from docdex.runtime.logs import FORMAT_ENV, LEVEL_ENV, LoggingError, configure_logging, log_event
 
 from gitrepo import Workspace

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from docdex.index_format.model import Chunk, ChunkerSettings, ParsedPage
 from docdex.index_format.reassembly import reassemble
-from docdex.indexer.markdown import parse_page
+from docdex.index_format.records import Chunk, ChunkerSettings, ParsedPage
+from docdex.indexer.chunking.markdown import parse_page
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
@@ -705,7 +705,7 @@ def test_reference_links_defined_elsewhere_render_as_their_text() -> None:
 @pytest.fixture
 def no_fallback(caplog: pytest.LogCaptureFixture):
     """parse_page swallows exceptions: make sure the real parser, not the fallback, ran."""
-    with caplog.at_level(logging.ERROR, logger="docdex.indexer.markdown"):
+    with caplog.at_level(logging.ERROR, logger="docdex.indexer.chunking.markdown"):
         yield
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
@@ -772,7 +772,7 @@ def test_a_parser_bug_still_gives_the_page_as_plain_chunks(
     def broken(*_: object) -> ParsedPage:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("docdex.indexer.markdown._parse_page", broken)
+    monkeypatch.setattr("docdex.indexer.chunking.markdown._parse_page", broken)
     lines = [f"line {n} of the page" for n in range(100)]
     lines[50] = " ".join(sentence(n) for n in range(40))  # over the bound of 1,200
     page = parse("\r\n".join(lines), "docs/broken.md", budget_chars=300)

@@ -9,7 +9,7 @@ from test_pipeline import assert_consistent, make_config
 
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current
-from docdex.indexer.pipeline import index_sources
+from docdex.indexer.build.run import index_sources
 from docdex.model import embedder as embedder_module
 from docdex.model.files import model_info
 

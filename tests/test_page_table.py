@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from docdex.index_format.layout import DataDir
-from docdex.index_format.model import ChunkRef, PageRecord, StoredPage, with_refs
+from docdex.index_format.records import ChunkRef, PageRecord, StoredPage, with_refs
 from docdex.index_format.store import load_pages, write_pages
 
 

@@ -1,4 +1,4 @@
-"""A query's parts on every core (server/parallel.py, adr/0029): results in order, errors
+"""A query's parts on every core (server/engine/parallel.py, adr/0029): results in order, errors
 re-raised, no query waits for a helper busy with another query, and a search answers
 exactly as on one thread."""
 
@@ -9,10 +9,10 @@ import threading
 import pytest
 
 from docdex.index_format.layout import DataDir
-from docdex.server import parallel
-from docdex.server import search as search_mod
 from docdex.server.boot import load_snapshot
-from docdex.server.search import search
+from docdex.server.engine import parallel
+from docdex.server.engine import search as search_mod
+from docdex.server.engine.search import search
 
 from fixtures import index_workspace
 from gitrepo import Workspace

@@ -1,4 +1,4 @@
-"""Permalinks and site pages (server/permalinks.py): presets from a forge's URL, the site
+"""Permalinks and site pages (server/answers/permalinks.py): presets from a forge's URL, the site
 rules of MkDocs, Docusaurus and Hugo, and hits whose `url` names the very lines they quote
 at a commit of the repository."""
 
@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from docdex.index_format.config import load_config, save_config
-from docdex.server.permalinks import Links, preset, site_path
+from docdex.server.answers.permalinks import Links, preset, site_path
 
 from fixtures import FAQ, INSTALL, open_indexed_docs
 from gitrepo import git

@@ -18,10 +18,10 @@ from docdex.index_format.store import (
     load_pages,
     load_segment,
 )
-from docdex.indexer import pipeline
-from docdex.indexer.compaction import size_tier
-from docdex.indexer.lock import writer_lock
-from docdex.indexer.pipeline import IndexingError, index_sources
+from docdex.indexer.build import run as pipeline
+from docdex.indexer.build.compaction import size_tier
+from docdex.indexer.build.lock import writer_lock
+from docdex.indexer.build.run import IndexingError, index_sources
 
 from fixtures import FAQ, INSTALL, pushed_workspace
 from gitrepo import Workspace, git
@@ -256,10 +256,10 @@ def test_foreign_data_directory_is_refused(tmp_path, ws, embedder):
 
 
 CRASH_STAGES = [
-    "docdex.indexer.segmentstream.write_segment",
-    "docdex.indexer.textindex.TextIndexBuilder.publish",
-    "docdex.indexer.pipeline.write_manifest",
-    "docdex.indexer.pipeline.point_current",
+    "docdex.indexer.build.stream.write_segment",
+    "docdex.indexer.build.textindex.TextIndexBuilder.publish",
+    "docdex.indexer.build.run.write_manifest",
+    "docdex.indexer.build.run.point_current",
 ]
 
 

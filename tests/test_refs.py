@@ -16,12 +16,12 @@ from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import pending_requests
 from docdex.index_format.refs import entries_of, is_doc_source, resolve_ref
 from docdex.index_format.store import list_versions, load_current, load_pages
+from docdex.indexer.build.run import index_sources
 from docdex.indexer.git.history import page_dates
 from docdex.indexer.git.repo import open_repo
-from docdex.indexer.pipeline import index_sources
-from docdex.indexer.worker import Worker
-from docdex.server.search import search
-from docdex.server.snapshot import Snapshot
+from docdex.indexer.triggers.worker import Worker
+from docdex.server.engine.loaded import Snapshot
+from docdex.server.engine.search import search
 
 from fixtures import API, FAQ, pushed_workspace
 from gitrepo import Workspace, git

@@ -16,14 +16,14 @@ from docdex.index_format.config import Config, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import pending_requests
 from docdex.index_format.store import list_versions, load_current
-from docdex.indexer.pipeline import index_sources
-from docdex.indexer.poller import due_sources, poll_once, read_stamps
-from docdex.indexer.remote import fetch_mirror
+from docdex.indexer.build.run import index_sources
+from docdex.indexer.sources.remote import fetch_mirror
+from docdex.indexer.triggers.poller import due_sources, poll_once, read_stamps
 from docdex.model import embedder as embedder_module
+from docdex.server.answers.docs import Docs
 from docdex.server.boot import load_snapshot
-from docdex.server.documents import Docs
-from docdex.server.search import search
-from docdex.server.snapshot import Snapshot
+from docdex.server.engine.loaded import Snapshot
+from docdex.server.engine.search import search
 from docdex.server.versions import VersionHolder
 from docdex.serverproc import free_port
 

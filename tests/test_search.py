@@ -10,24 +10,24 @@ import msgspec
 import numpy as np
 import pytest
 
+from docdex.errors import InvalidArgument
 from docdex.index_format import tokens as li
 from docdex.index_format.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DamagedIndex, DataDir, IndexFormatError
-from docdex.index_format.model import ChunkRecord, EmbedderInfo
-from docdex.indexer.pipeline import index_sources
+from docdex.index_format.records import ChunkRecord, EmbedderInfo
+from docdex.indexer.build.run import index_sources
 from docdex.model.late_interaction import embed_with_tokens
-from docdex.server import confidence
-from docdex.server import search as search_mod
-from docdex.server.candidates import Candidate
-from docdex.server.errors import SearchError
-from docdex.server.rerank import (
+from docdex.server.engine import confidence
+from docdex.server.engine import search as search_mod
+from docdex.server.engine.candidates import Candidate
+from docdex.server.engine.loaded import Snapshot
+from docdex.server.engine.rerank import (
     CrossEncoderReranker,
     MaxSimReranker,
     RerankerError,
     resolve_reranker,
 )
-from docdex.server.search import search
-from docdex.server.snapshot import Snapshot
+from docdex.server.engine.search import search
 
 from fixtures import pushed_workspace
 
@@ -233,12 +233,12 @@ def test_hostile_queries_never_raise(snap, embedder, query):
     ],
 )
 def test_bad_requests_raise_search_error(snap, embedder, kwargs, message):
-    with pytest.raises(SearchError, match=message):
+    with pytest.raises(InvalidArgument, match=message):
         search(snap, embedder, **kwargs)
 
 
 def test_search_error_is_a_value_error():
-    assert issubclass(SearchError, ValueError)
+    assert issubclass(InvalidArgument, ValueError)
 
 
 # --- filters ---------------------------------------------------------------------------------
@@ -297,7 +297,7 @@ def test_chunk_ids_resolve_through_the_page_tables(snap):
 
 
 def test_served_pages_are_page_records_without_the_reuse_fields(index):
-    from docdex.index_format.model import ServedPage
+    from docdex.index_format.records import ServedPage
     from docdex.index_format.store import load_current, load_pages
 
     for state in load_current(index).sources.values():

@@ -19,8 +19,8 @@ from mcp import Client
 from docdex.index_format import metrics
 from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import pending_requests
-from docdex.server.answers import Document, PageList, ReindexReceipt, SourceList
-from docdex.server.search import SearchResult
+from docdex.server.answers.shapes import Document, PageList, ReindexReceipt, SourceList
+from docdex.server.engine.hits import SearchResult
 from docdex.serverproc import ServeProcess, call_tool, call_tools, free_port
 
 from fixtures import FAQ_E1234, INSTALL, build_workspace, http, index_workspace, wait_for
@@ -489,7 +489,7 @@ def test_non_loopback_bind_without_token_is_refused(tmp_path):
 
 
 def test_cli_search_prints_hits_and_json(servers, capsys):
-    from docdex.server.cli_search import run_search_command
+    from docdex.cli.search import run_search_command
 
     assert run_search_command(servers.data, "E1234", n=2) == 0
     text = capsys.readouterr().out

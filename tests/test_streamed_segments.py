@@ -10,7 +10,7 @@ from test_pipeline import assert_consistent, assert_tiers_within, live_state, ma
 
 from docdex.index_format.config import SourceConfig
 from docdex.index_format.layout import DataDir
-from docdex.index_format.model import SegmentRef
+from docdex.index_format.records import SegmentRef
 from docdex.index_format.store import (
     current_version,
     load_current,
@@ -18,9 +18,9 @@ from docdex.index_format.store import (
     load_pages,
     load_segment,
 )
-from docdex.indexer.compaction import CompactionPolicy, choose_victims, size_tier
-from docdex.server.search import search
-from docdex.server.snapshot import Snapshot
+from docdex.indexer.build.compaction import CompactionPolicy, choose_victims, size_tier
+from docdex.server.engine.loaded import Snapshot
+from docdex.server.engine.search import search
 
 from fixtures import pushed_workspace
 from gitrepo import Workspace
@@ -287,7 +287,7 @@ def test_a_run_lets_go_of_the_model_it_loaded_before_it_compacts(
     import gc
     import weakref
 
-    from docdex.indexer import pipeline
+    from docdex.indexer.build import run as pipeline
 
     class Model:  # stands for a model the run loads: it holds the only reference
         def __getattr__(self, name):
@@ -338,7 +338,7 @@ def test_pushes_of_one_size_are_rewritten_once_per_tier_not_once_per_push():
 
 
 def test_a_crash_between_segments_keeps_the_last_good_version(tmp_path, ws, embedder, monkeypatch):
-    from docdex.indexer import segmentstream
+    from docdex.indexer.build import stream as segmentstream
 
     data = DataDir(tmp_path / "data")
     config = make_config(ws, segment_chunks=BOUND)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import tantivy
 
-from docdex.index_format.model import ChunkRecord
+from docdex.index_format.records import ChunkRecord
 from docdex.index_format.text import (
     ANALYSES,
     CJK_FIELD,
@@ -19,7 +19,7 @@ from docdex.index_format.text import (
     analyze,
     text_analysis,
 )
-from docdex.indexer.textindex import chunk_document
+from docdex.indexer.build.textindex import chunk_document
 
 ROOT = Path(__file__).resolve().parent.parent
 

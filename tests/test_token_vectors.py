@@ -14,14 +14,10 @@ from test_pipeline import (
 
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current, load_pages
-from docdex.index_format.tokens import (
-    TOKEN_FILES,
-    chunk_tokens,
-    load_token_vectors,
-)
-from docdex.server.rerank import MaxSimReranker, resolve_reranker
-from docdex.server.search import search
-from docdex.server.snapshot import Snapshot
+from docdex.index_format.tokens import TOKEN_FILES, chunk_tokens, load_token_vectors
+from docdex.server.engine.loaded import Snapshot
+from docdex.server.engine.rerank import MaxSimReranker, resolve_reranker
+from docdex.server.engine.search import search
 
 from fixtures import FAQ, INSTALL, pushed_workspace
 from gitrepo import Workspace

@@ -22,7 +22,7 @@ import pytest
 from docdex import cli
 from docdex.index_format.config import Config, load_config
 from docdex.index_format.layout import DataDir
-from docdex.index_format.model import Manifest
+from docdex.index_format.records import Manifest
 from docdex.index_format.store import (
     VECTORS_FILE,
     current_version,
@@ -32,7 +32,7 @@ from docdex.index_format.store import (
     write_atomic,
 )
 from docdex.index_format.verify import OLD_FORMAT_NOTE
-from docdex.indexer.pipeline import IndexingError, index_sources
+from docdex.indexer.build.run import IndexingError, index_sources
 from docdex.server import versions
 from docdex.server.boot import Boot, open_docs
 from docdex.serverproc import ServeProcess

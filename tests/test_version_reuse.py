@@ -7,11 +7,12 @@ from __future__ import annotations
 import pytest
 
 from docdex.index_format.layout import DataDir
-from docdex.server import search as search_mod
-from docdex.server import snapshot as snapshot_mod
 from docdex.server.boot import load_snapshot
-from docdex.server.search import Scope, dense_top, search
-from docdex.server.snapshot import Snapshot
+from docdex.server.engine import loaded as snapshot_mod
+from docdex.server.engine import search as search_mod
+from docdex.server.engine.loaded import Snapshot
+from docdex.server.engine.scope import Scope
+from docdex.server.engine.search import dense_top, search
 
 from fixtures import index_workspace
 from gitrepo import Workspace

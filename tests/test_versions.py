@@ -17,10 +17,10 @@ from mcp import Client
 from docdex.index_format.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_manifest, point_current, write_manifest
-from docdex.indexer.pipeline import index_sources
-from docdex.server import search as search_mod
+from docdex.indexer.build.run import index_sources
 from docdex.server.boot import load_snapshot
-from docdex.server.search import search
+from docdex.server.engine import search as search_mod
+from docdex.server.engine.search import search
 from docdex.server.versions import NoVersion, VersionHolder
 from docdex.serverproc import ServeProcess
 
@@ -117,7 +117,7 @@ def test_a_version_is_opened_while_the_model_is_still_loading(data_copy, embedde
     ready; only the warm-up search waits for it (adr/0025)."""
     from concurrent.futures import Future
 
-    from docdex.server.snapshot import Snapshot
+    from docdex.server.engine.loaded import Snapshot
 
     data, _first, second = data_copy
     opened = threading.Event()

@@ -17,13 +17,19 @@ import watchfiles
 from docdex.index_format.config import Config, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current, load_pages
-from docdex.indexer import watch
-from docdex.indexer.lock import watch_lock
-from docdex.indexer.pipeline import index_sources
-from docdex.indexer.watch import EventFilter, Watched, WatchError, WatchLoop, watched_sources
-from docdex.indexer.worktree import WORKTREE_SUFFIX
-from docdex.server.search import search
-from docdex.server.snapshot import Snapshot
+from docdex.indexer.build.lock import watch_lock
+from docdex.indexer.build.run import index_sources
+from docdex.indexer.sources.worktree import WORKTREE_SUFFIX
+from docdex.indexer.triggers import watch
+from docdex.indexer.triggers.watch import (
+    EventFilter,
+    Watched,
+    WatchError,
+    WatchLoop,
+    watched_sources,
+)
+from docdex.server.engine.loaded import Snapshot
+from docdex.server.engine.search import search
 
 from fixtures import wait_for
 from gitrepo import Workspace, git

@@ -1,4 +1,4 @@
-"""The search page (server/web/, docs/adr/0016-web-page.md), in a real browser: Debian's
+"""The search page (server/http/static/, docs/adr/0016-web-page.md), in a real browser: Debian's
 Chromium driven by Playwright against a real `docdex serve` with a token, over a real index of
 two git sources, one of them a document full of XSS payloads.
 
@@ -21,11 +21,11 @@ import pytest
 from docdex.index_format import metrics
 from docdex.index_format.config import Config, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
-from docdex.indexer.pipeline import index_sources
-from docdex.server.pageview import page_view
-from docdex.server.render import Where, link_target, render_markdown
-from docdex.server.snapshot import Snapshot
-from docdex.server.webpage import CONTENT_SECURITY_POLICY, page_bytes
+from docdex.indexer.build.run import index_sources
+from docdex.server.answers.pageview import page_view
+from docdex.server.answers.render import Where, link_target, render_markdown
+from docdex.server.engine.loaded import Snapshot
+from docdex.server.http.page import CONTENT_SECURITY_POLICY, page_bytes
 from docdex.serverproc import ServeProcess
 
 from fixtures import FAQ_E1234, build_workspace, http, pushed_workspace, wait_for

@@ -22,8 +22,8 @@ from docdex.index_format.config import (
 from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import file_request, pending_requests
 from docdex.index_format.store import list_versions, load_current
-from docdex.indexer.lock import writer_lock
-from docdex.indexer.worker import try_lock, worker_pid
+from docdex.indexer.build.lock import writer_lock
+from docdex.indexer.triggers.worker import try_lock, worker_pid
 from docdex.serverproc import ServeProcess
 
 from fixtures import wait_for

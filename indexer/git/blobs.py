@@ -11,7 +11,7 @@ import stat
 
 from dulwich.repo import Repo
 
-from docdex.index_format.model import FileProblem
+from docdex.index_format.records import FileProblem
 
 from .diffs import FileEntry
 from .links import resolve_links

@@ -1,7 +1,7 @@
 """Symlinks in a commit's tree: which of the selected files are links, what each one leads
 to, and which links lead somewhere else than at the previous commit. A link's page depends on
 its target as well as on the link itself, so a link is read again when its target moves or
-changes although the link did not. Resolution is `indexer/symlinks.py`'s, fed with tree
+changes although the link did not. Resolution is `indexer/git/symlinks.py`'s, fed with tree
 entries, so a link never leads out of the tree.
 """
 
@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from dulwich.repo import Repo
 
 from docdex.index_format.config import SourceError
-from docdex.index_format.model import FileProblem
+from docdex.index_format.records import FileProblem
 
-from .. import symlinks
+from . import symlinks
 from .diffs import FileEntry, list_in_globs
 from .repo import read_blob, root_tree
 from .trees import TreeReader

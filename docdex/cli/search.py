@@ -1,0 +1,79 @@
+"""`docdex search QUERY`: the server's search engine run once, without a server."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import msgspec
+
+from docdex.errors import InvalidArgument
+from docdex.index_format.layout import DataDir
+from docdex.server.engine.hits import Hit, SearchResult
+from docdex.server.engine.loaded import Snapshot
+from docdex.server.engine.rerank import RerankerError
+from docdex.server.engine.search import search
+
+SNIPPET_CHARS = 240
+
+
+def run_search_command(
+    data: DataDir,
+    query: str,
+    source: str = "",
+    path_prefix: str = "",
+    n: int = 10,
+    as_json: bool = False,
+    reranker: str = "default",
+) -> int:
+    """Search the current version and print the hits; returns the exit code. Index errors
+    (no data directory, no version, a refused version) propagate to the CLI's handler."""
+    from docdex.model.embedder import Embedder
+
+    embedder = Embedder.load(for_queries=True)
+    snapshot = Snapshot.load(data, embedder=embedder)
+    try:
+        result = search(snapshot, embedder, query, n, source, path_prefix, reranker=reranker)
+    except (InvalidArgument, RerankerError) as exc:
+        print(f"docdex: error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        snapshot.close()
+    if as_json:
+        encoded = msgspec.json.encode(result).decode()
+        sys.stdout.write(msgspec.json.format(encoded, indent=2) + "\n")
+    else:
+        sys.stdout.write(format_result(result))
+    return 0
+
+
+def format_result(result: SearchResult) -> str:
+    lines = [format_hit(rank, hit) for rank, hit in enumerate(result.results, 1)]
+    summary = (
+        f"{len(result.results)} results from index version {result.index_version} "
+        f"in {result.took_ms:.1f} ms"
+    )
+    if result.low_confidence:
+        summary += "\nlow confidence: nothing matched well; try other words or an identifier"
+    return "\n".join([*lines, summary]) + "\n"
+
+
+def format_hit(rank: int, hit: Hit) -> str:
+    where = f"{hit.source}:{hit.path}:{hit.start_line}-{hit.end_line}"
+    return (
+        f"{rank:>2}. {where}  score {hit.score:.3f} ({hit.match})\n"
+        f"    {hit.heading}\n"
+        f"{textwrap.indent(snippet(hit.text), '    ')}\n"
+    )
+
+
+def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    """The chunk's text after its heading lines (the breadcrumb shows them), whitespace
+    collapsed, cut at `limit` characters."""
+    lines = text.split("\n")
+    while len(lines) > 1 and (lines[0].lstrip().startswith("#") or not lines[0].strip()):
+        lines.pop(0)
+    flat = " ".join(" ".join(lines).split())
+    if len(flat) <= limit:
+        return flat
+    return flat[: limit - 1].rsplit(" ", 1)[0] + " …"

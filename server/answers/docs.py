@@ -1,0 +1,315 @@
+"""`Docs`: the answers behind every tool and route, each from one leased index version.
+
+The MCP layer (tools.py) and the HTTP layer (routes.py) only translate its answers and its
+errors: `InvalidArgument` (bad arguments, unknown ids) and `NoVersion` (nothing to serve yet).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from docdex.errors import InvalidArgument
+from docdex.index_format.config import Config, ConfigError, SourceConfig, load_config
+from docdex.index_format.layout import DataDir
+from docdex.index_format.records import ServedPage, SourceState
+from docdex.index_format.refs import base_of
+from docdex.server.engine.hits import SearchResult, clip
+from docdex.server.engine.loaded import Snapshot
+from docdex.server.engine.scope import check_source, entry_doc_id, searched_entries, tagged_pages
+from docdex.server.engine.search import search
+from docdex.server.versions import NoVersion, VersionHolder
+
+from .budget import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, check_max_chars, within_budget, within_cap
+from .freshness import UNKNOWN, FreshnessWatch
+from .health import health_report
+from .instructions import server_instructions
+from .pages import (
+    CHUNK_ID,
+    DESCRIPTION_CHARS,
+    Paging,
+    chunk_document,
+    page_document,
+    page_summary,
+    page_text,
+    source_info,
+)
+from .pageview import PageView, page_view
+from .paging import RESOURCE_PAGE, check_lines, decode_page_cursor, encode_page_cursor
+from .permalinks import LinkBook
+from .reindex import request_reindex
+from .shapes import Document, PageList, PageSummary, ReindexReceipt, SourceInfo, SourceList
+from .validation import check_doc_id, check_limit, parse_date, unknown_doc
+
+if TYPE_CHECKING:
+    from docdex.model.embedder import Embedder
+
+log = logging.getLogger("docdex.server")
+
+
+class Docs:
+    """Answers for every tool and route, from one leased version each."""
+
+    def __init__(
+        self,
+        data: DataDir,
+        embedder: Embedder,
+        holder: VersionHolder,
+        reranker: str = "default",
+        started: float | None = None,  # time.monotonic() of the start, for uptime_s
+    ):
+        self.data = data
+        self.embedder = embedder
+        self.holder = holder
+        self.reranker = reranker
+        self.started = time.monotonic() if started is None else started
+        self.links = LinkBook(data)
+        self.freshness = FreshnessWatch(data)
+
+    def search(
+        self,
+        query: str,
+        num_results: int = 10,
+        source: str = "",
+        path_prefix: str = "",
+        max_chars: int = DEFAULT_MAX_CHARS,
+        ref: str = "",
+        tags: Sequence[str] = (),
+    ) -> SearchResult:
+        """search_docs and /api/search: the hits' texts hold at most `max_chars`. Without a
+        `ref`, each source's default ref."""
+        check_max_chars(max_chars)
+        with self.holder.acquire() as snapshot:
+            result = search(
+                snapshot,
+                self.embedder,
+                query,
+                num_results,
+                searched_entries(snapshot, _text("source", source), _text("ref", ref)),
+                path_prefix,
+                reranker=self.reranker,
+                tags=_tags(tags),
+            )
+        log.info(
+            "search %r n=%d%s -> %d hits, version %d, %.1f ms",
+            query[:80],
+            num_results,
+            (f" source={source}" if source else "") + (f" ref={ref}" if ref else ""),
+            len(result.results),
+            result.index_version,
+            result.took_ms,
+        )
+        return within_cap(self.links.hits(within_budget(result, max_chars)), "results")
+
+    def query_docs(
+        self,
+        source: str = "",
+        file_path_contains: str = "",
+        title_contains: str = "",
+        created_after: str = "",
+        created_before: str = "",
+        limit: int = 20,
+        ref: str = "",
+        tags: Sequence[str] = (),
+    ) -> PageList:
+        """Pages by metadata, sorted by source and path: at most `limit` of `total`. Without
+        a `ref`, each source's default ref."""
+        check_limit(limit)
+        after = parse_date("created_after", created_after)
+        before = parse_date("created_before", created_before)
+        path_part, title_part = file_path_contains.casefold(), title_contains.casefold()
+        with self.holder.acquire() as snapshot:
+            check_source(snapshot, source)
+            entries = searched_entries(snapshot, _text("source", source), _text("ref", ref))
+            tagged = tagged_pages(snapshot, _tags(tags))
+            matched = [
+                page
+                for page in snapshot.pages.values()
+                if (not entries or page.source in entries)
+                and (tagged is None or page.doc_id in tagged)
+                and path_part in page.path.casefold()
+                and title_part in page.title.casefold()
+                and _created_within(page, after, before)
+            ]
+            version = snapshot.version
+        matched.sort(key=lambda p: (p.source, p.path))
+        answer = PageList(
+            documents=[
+                self.links.summary(page_summary(p, snapshot.ref_of(p.source)))
+                for p in matched[:limit]
+            ],
+            total=len(matched),
+            truncated=len(matched) > limit,
+            index_version=version,
+        )
+        answer = within_cap(answer, "documents")
+        return msgspec.structs.replace(answer, truncated=len(answer.documents) < answer.total)
+
+    def get_document(
+        self,
+        doc_id: str,
+        start_line: int = 0,
+        end_line: int = 0,
+        cursor: str = "",
+        max_chars: int = DEFAULT_MAX_CHARS,
+        ref: str = "",
+    ) -> Document:
+        """A window of a page (SOURCE:PATH) or of one of its chunks (SOURCE:PATH#chunkN):
+        lines start_line..end_line, or where `cursor` points, at most `max_chars` of text."""
+        check_doc_id(doc_id)
+        check_max_chars(max_chars)
+        check_lines(start_line, end_line)
+        if cursor and (start_line or end_line):
+            raise InvalidArgument("pass either cursor or start_line/end_line, not both")
+        paging = Paging(max_chars, start_line, end_line, cursor)
+        with self.holder.acquire() as snapshot:
+            doc_id = entry_doc_id(snapshot, doc_id, _text("ref", ref))
+            if CHUNK_ID.search(doc_id) and (chunk := snapshot.chunk(doc_id)) is not None:
+                answer = chunk_document(snapshot, chunk, paging)
+            elif (page := snapshot.pages.get(doc_id)) is not None:
+                answer = page_document(snapshot, page, paging)
+            else:
+                raise unknown_doc(snapshot, doc_id)
+        return within_cap(self.links.document(answer), "sections")
+
+    def list_sources(self) -> SourceList:
+        """The indexed sources (each indexed ref an entry), how current each is, then the
+        configured sources the served version lacks."""
+        with self.holder.acquire() as snapshot:
+            states = dict(snapshot.manifest.sources)
+            version = snapshot.version
+        sources = self._source_infos(states, fresh=True)
+        return within_cap(SourceList(sources=sources, index_version=version), "sources")
+
+    def _source_infos(self, states: dict[str, SourceState], fresh: bool) -> list[SourceInfo]:
+        """`states` with their descriptions (and, when `fresh`, their freshness, which reads
+        the repositories), then the configured sources they lack."""
+        config = self._config()
+        configured = {s.name: s for s in config.sources}
+        current = self.freshness.of(states, config.settings.stale_after_s) if fresh else {}
+        sources = [
+            source_info(
+                state,
+                _description(configured.get(base_of(key, state))),
+                current.get(key, UNKNOWN),
+            )
+            for key, state in sorted(states.items())
+        ]
+        sources += [
+            SourceInfo(
+                name=name,
+                indexed=False,
+                description=_description(config),
+                note="configured but not in this index version yet",
+            )
+            for name, config in configured.items()
+            if name not in states
+        ]
+        return sources
+
+    def _config(self) -> Config:
+        try:
+            return load_config(self.data)
+        except ConfigError as exc:
+            log.warning("cannot read %s: %s", self.data.config, exc)
+            return Config()
+
+    def instructions(self) -> str:
+        """The MCP server's instructions: what is indexed and how to use the tools (asked at
+        every connection, so the repositories' tips are not read for it)."""
+        try:
+            with self.holder.acquire() as snapshot:
+                states = dict(snapshot.manifest.sources)
+        except NoVersion:
+            states = {}
+        return server_instructions(self._source_infos(states, fresh=False))
+
+    def list_pages(
+        self, cursor: str = "", limit: int = RESOURCE_PAGE
+    ) -> tuple[list[PageSummary], str]:
+        """Pages in doc_id order after `cursor`, and the cursor of the next page ("": none)."""
+        after = decode_page_cursor(cursor)
+        with self.holder.acquire() as snapshot:
+            ids = sorted(doc_id for doc_id in snapshot.pages if doc_id > after)
+            pages = [page_summary(snapshot.pages[doc_id]) for doc_id in ids[:limit]]
+        more = len(ids) > limit
+        return pages, encode_page_cursor(pages[-1].doc_id) if more else ""
+
+    def read_page(self, source: str, path: str) -> str:
+        """A page's markdown for resources/read, cut at the answer cap (with a note saying
+        how to read the rest)."""
+        doc_id = f"{source}:{path}"
+        check_doc_id(doc_id)
+        with self.holder.acquire() as snapshot:
+            text = page_text(snapshot, _page(snapshot, doc_id))
+        if len(text) <= MAX_MAX_CHARS:
+            return text
+        window = self.get_document(doc_id, max_chars=MAX_MAX_CHARS)
+        return (
+            f"{window.text}\n<!-- docdex: the page continues after line {window.end_line} of "
+            f"{window.last_line}; get_document(doc_id={doc_id!r}, "
+            f"cursor={window.next_cursor!r}) reads on -->\n"
+        )
+
+    def page_view(self, doc_id: str) -> PageView:
+        """The search page's view of a page (SOURCE:PATH): its markdown rendered."""
+        check_doc_id(doc_id)
+        with self.holder.acquire() as snapshot:
+            view = page_view(snapshot, _page(snapshot, doc_id))
+        page = self.links.summary(view.page)
+        return msgspec.structs.replace(view, page=page, permalink=page.url)
+
+    def reindex(self, source: str = "") -> ReindexReceipt:
+        """File a reindex request (the server itself never writes the index)."""
+        return request_reindex(self.data, self.holder, source)
+
+    def health(self) -> tuple[int, dict[str, Any]]:
+        """/health: (HTTP status, body)."""
+        stale_after_s = self._config().settings.stale_after_s
+        return health_report(
+            self.data,
+            self.embedder,
+            self.holder,
+            self.reranker,
+            self.started,
+            lambda states: self.freshness.of(states, stale_after_s),
+        )
+
+
+def _page(snapshot: Snapshot, doc_id: str) -> ServedPage:
+    page = snapshot.pages.get(doc_id)
+    if page is None:
+        raise unknown_doc(snapshot, doc_id)
+    return page
+
+
+def _created_within(page: ServedPage, after: datetime | None, before: datetime | None) -> bool:
+    if after is None and before is None:
+        return True
+    try:
+        created = datetime.fromisoformat(page.created)
+    except ValueError:
+        return False  # no usable date: it cannot satisfy a date filter
+    created = created if created.tzinfo else created.replace(tzinfo=UTC)
+    return (after is None or created > after) and (before is None or created < before)
+
+
+def _description(config: SourceConfig | None) -> str:
+    return clip(config.description, DESCRIPTION_CHARS) if config else ""
+
+
+def _text(name: str, value: str) -> str:
+    if not isinstance(value, str) or "\n" in value or len(value) > 300:
+        raise InvalidArgument(f"{name} must be a single-line name, got {str(value)[:60]!r}")
+    return value
+
+
+def _tags(tags: Sequence[str]) -> list[str]:
+    if isinstance(tags, str) or len(tags) > 20 or any(not isinstance(t, str) for t in tags):
+        raise InvalidArgument("tags must be a list of at most 20 tag names")
+    return [_text("tags", tag) for tag in tags]

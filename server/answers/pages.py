@@ -1,0 +1,217 @@
+"""The answers about pages, chunks and sources, built from one leased version.
+
+A page is served as it was indexed: its text is reassembled from its chunks (the index
+keeps no other copy), line-aligned with the file at the indexed commit. Metadata that a
+file controls (titles, headings, descriptions, tags) is clipped, so that no page can make
+an answer large; text is paged (paging.py).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from docdex.index_format.reassembly import reassemble
+from docdex.index_format.records import ChunkRecord, ServedPage, SourceState
+from docdex.server.engine.hits import TITLE_CHARS, breadcrumb, clip, clip_headings, resource_uri
+from docdex.server.engine.loaded import Snapshot
+
+from .freshness import Freshness
+from .paging import Cursor, Lines, Window, decode_cursor, encode_cursor
+from .shapes import Document, PageSummary, Section, SourceInfo
+
+CHUNK_ID = re.compile(r"#chunk(\d+)$")
+TEXT_KIND = (
+    "reassembled from the indexed chunks, line-aligned with the file (lines outside every "
+    "chunk, such as front matter, are blank)"
+)
+DESCRIPTION_CHARS = 500
+MAX_TAGS = 20
+TAG_CHARS = 80
+ERROR_CHARS = 500
+
+
+def page_summary(page: ServedPage, ref: str = "") -> PageSummary:
+    return PageSummary(
+        ref=ref,
+        doc_id=page.doc_id,
+        source=page.source,
+        path=page.path,
+        uri=resource_uri(page.source, page.path),
+        title=clip(page.title, TITLE_CHARS),
+        description=clip(page.description, DESCRIPTION_CHARS),
+        tags=[clip(tag, TAG_CHARS) for tag in page.tags[:MAX_TAGS]],
+        created=page.created,
+        modified=page.modified,
+        commit=page.commit,
+        chunks=len(page.chunks),
+    )
+
+
+def page_chunks(snapshot: Snapshot, page: ServedPage) -> list[ChunkRecord]:
+    by_id = {seg.id: seg for seg in snapshot.segments}
+    out = []
+    for ref in page.chunks:
+        seg = by_id.get(ref.segment)
+        if seg is not None and 0 <= ref.index < len(seg.chunks):
+            out.append(seg.chunks[ref.index])
+    return out
+
+
+def page_text(snapshot: Snapshot, page: ServedPage) -> str:
+    return reassemble(page_chunks(snapshot, page))
+
+
+class Paging(msgspec.Struct, frozen=True):
+    """What part of a text get_document answers with: lines, or a cursor, and a budget."""
+
+    max_chars: int
+    start_line: int = 0  # 0: from the first line
+    end_line: int = 0  # 0: to the last line
+    cursor: str = ""  # a next_cursor: continue there (the lines are then the cursor's)
+
+    def window(self, lines: Lines, doc_id: str, commit: str) -> tuple[Window, str]:
+        """The window to answer with and the cursor that continues it ("" when none)."""
+        if self.cursor:
+            where = decode_cursor(self.cursor, doc_id, commit, len(lines.text))
+            begin, stop = where.offset, where.stop
+        else:
+            begin, stop = lines.span(self.start_line, self.end_line)
+        window = lines.window(begin, stop, self.max_chars)
+        if window.next_offset is None:
+            return window, ""
+        return window, encode_cursor(Cursor(doc_id, commit, window.next_offset, stop))
+
+
+def page_document(snapshot: Snapshot, page: ServedPage, paging: Paging) -> Document:
+    """A window of the page; its text and the list of the sections it overlaps share
+    `max_chars` (the text keeps at least half), and sections past it are left out."""
+    chunks = page_chunks(snapshot, page)
+    summary = page_summary(page, snapshot.ref_of(page.source))
+    lines = Lines(reassemble(chunks))
+
+    def window(budget: int) -> tuple[Document, list[Section]]:
+        document = _window(
+            "page",
+            snapshot,
+            page,
+            page.commit,
+            lines,
+            msgspec.structs.replace(paging, max_chars=budget),
+            description=summary.description,
+            tags=summary.tags,
+            created=page.created,
+            modified=page.modified,
+            size=page.size,
+            chunks=len(chunks),
+            text_kind=TEXT_KIND,
+        )
+        first, last = document.start_line, document.end_line
+        sections = [
+            Section(c.chunk_id, breadcrumb(c.headings), c.start_line, c.end_line)
+            for c in chunks
+            if c.end_line >= first and c.start_line <= last
+        ]
+        return document, sections
+
+    document, sections = window(paging.max_chars)
+    listed = sum(map(_section_chars, sections))
+    if len(document.text) + listed > paging.max_chars:
+        document, sections = window(max(paging.max_chars - listed, paging.max_chars // 2))
+    kept = _within(sections, paging.max_chars - len(document.text))
+    return msgspec.structs.replace(document, sections=kept, omitted=len(sections) - len(kept))
+
+
+def _section_chars(section: Section) -> int:
+    """About what a section takes in the answer's JSON."""
+    return len(section.chunk_id) + len(section.heading) + 60
+
+
+def _within(sections: list[Section], budget: int) -> list[Section]:
+    kept = []
+    for section in sections:
+        budget -= _section_chars(section)
+        if budget < 0:
+            break
+        kept.append(section)
+    return kept
+
+
+def chunk_document(snapshot: Snapshot, chunk: ChunkRecord, paging: Paging) -> Document:
+    page = snapshot.pages.get(chunk.doc_id)
+    number = int(CHUNK_ID.search(chunk.chunk_id).group(1))  # type: ignore[union-attr]
+
+    def neighbour(n: int) -> str | None:
+        chunk_id = f"{chunk.doc_id}#chunk{n}"
+        return chunk_id if n >= 0 and snapshot.chunk(chunk_id) is not None else None
+
+    return _window(
+        "chunk",
+        snapshot,
+        chunk,
+        page.commit if page else "",
+        Lines(chunk.text, first_line=chunk.start_line),
+        paging,
+        chunk_id=chunk.chunk_id,
+        headings=clip_headings(chunk.headings),
+        heading=breadcrumb(chunk.headings),
+        previous_chunk_id=neighbour(number - 1),
+        next_chunk_id=neighbour(number + 1),
+    )
+
+
+def _window(
+    kind: str,
+    snapshot: Snapshot,
+    of: ServedPage | ChunkRecord,
+    commit: str,
+    lines: Lines,
+    paging: Paging,
+    **own: Any,
+) -> Document:
+    """The Document for the window `paging` picks in `lines`, the text of `of`."""
+    window_of = of.chunk_id if isinstance(of, ChunkRecord) else of.doc_id
+    window, cursor = paging.window(lines, window_of, commit)
+    return Document(
+        kind=kind,
+        doc_id=of.doc_id,
+        source=of.source,
+        path=of.path,
+        uri=resource_uri(of.source, of.path),
+        title=clip(of.title, TITLE_CHARS),
+        commit=commit,
+        text=window.text,
+        start_line=window.start_line,
+        end_line=window.end_line,
+        last_line=lines.last_line,
+        truncated=bool(cursor),
+        next_cursor=cursor,
+        index_version=snapshot.version,
+        ref=snapshot.ref_of(of.source),
+        **own,
+    )
+
+
+def source_info(state: SourceState, description: str, fresh: Freshness) -> SourceInfo:
+    return SourceInfo(
+        name=state.name,
+        indexed=bool(state.commit),
+        description=description,
+        ref=state.ref or state.branch,
+        ref_kind=state.ref_kind,
+        tip=fresh.tip,
+        behind=fresh.behind,
+        behind_since=fresh.behind_since,
+        queued=fresh.queued,
+        stale=fresh.stale,
+        kind=state.kind,
+        branch=state.branch,
+        commit=state.commit,
+        files=state.files,
+        chunks=state.chunks,
+        indexed_at=state.indexed_at,
+        last_error=clip(state.last_error, ERROR_CHARS),
+        problems=len(state.problems),
+    )

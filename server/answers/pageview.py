@@ -1,0 +1,68 @@
+"""The search page's view of one indexed page: its whole text, rendered (render.py), with the
+facts the page shows around it. Served as JSON at /api/page (routes.py).
+
+The text is the page as indexed (as pages.page_text reads it), cut after the last line that
+fits in VIEW_CHARS so that no file makes the view large: `cut` and `note` then say so and
+where get_document reads on.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from docdex.index_format.reassembly import reassemble
+from docdex.index_format.records import ServedPage
+from docdex.server.engine.hits import breadcrumb
+from docdex.server.engine.loaded import Snapshot
+
+from .pages import page_chunks, page_summary
+from .paging import Lines
+from .shapes import PageSummary, Section
+
+VIEW_CHARS = 400_000  # about 100 printed pages; they render in about 0.4 s here
+
+
+class PageView(msgspec.Struct):
+    page: PageSummary  # what query_docs says of it: ids, title, dates, its last commit
+    size: int  # bytes of the file at `page.commit`
+    html: str  # the rendered markdown (render.py): escaped, links checked, no images fetched
+    first_line: int
+    last_line: int  # the last line `html` shows
+    lines: int  # the page's last line
+    cut: bool  # the page continues after `last_line`
+    note: str  # "" unless cut: what was left out and how to read it
+    sections: list[Section]  # the indexed sections, for the page to mark a hit's
+    index_version: int
+    # Where the source's host shows this page at its commit (a browse URL); "" until sources
+    # know their web address (the git-native search issue fills it; the page links it).
+    permalink: str = ""
+
+
+def page_view(snapshot: Snapshot, page: ServedPage, limit: int = VIEW_CHARS) -> PageView:
+    from .render import Where, render_markdown  # markdown-it: 30 ms a start does not need
+
+    chunks = page_chunks(snapshot, page)
+    lines = Lines(reassemble(chunks))
+    window = lines.window(0, len(lines.text), limit)
+    cut = window.next_offset is not None
+    note = ""
+    if cut:
+        note = (
+            f"This page is {len(lines.text):,} characters long; the view stops after line "
+            f"{window.end_line} of {lines.last_line}. get_document(doc_id={page.doc_id!r}, "
+            f"start_line={window.end_line + 1}) reads on."
+        )
+    return PageView(
+        page=page_summary(page, snapshot.ref_of(page.source)),
+        size=page.size,
+        html=render_markdown(window.text, Where(page.source, page.path)),
+        first_line=window.start_line,
+        last_line=window.end_line,
+        lines=lines.last_line,
+        cut=cut,
+        note=note,
+        sections=[
+            Section(c.chunk_id, breadcrumb(c.headings), c.start_line, c.end_line) for c in chunks
+        ],
+        index_version=snapshot.version,
+    )

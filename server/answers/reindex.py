@@ -1,0 +1,53 @@
+"""The reindex tool: the server never writes the index; it files a request under state/queue/
+for the indexer (the worker beside `docdex serve`, or one a hook starts) to take."""
+
+from __future__ import annotations
+
+import logging
+
+from docdex.errors import InvalidArgument, shown
+from docdex.index_format.config import ConfigError, load_config
+from docdex.index_format.layout import DataDir, IndexFormatError
+from docdex.index_format.queue import IndexRequest, file_request, pending_requests
+from docdex.server.versions import VersionHolder
+
+from .shapes import ReindexReceipt
+
+log = logging.getLogger("docdex.server")
+
+
+def request_reindex(data: DataDir, holder: VersionHolder, source: str = "") -> ReindexReceipt:
+    """File a request to re-read `source` ("" = every source), unless one is pending."""
+    try:
+        data.check()
+        names = [s.name for s in load_config(data).sources]
+    except (ConfigError, IndexFormatError) as exc:
+        raise InvalidArgument(f"cannot file a reindex request: {exc}") from None
+    if not names:
+        raise InvalidArgument("no sources are configured; add one with `docdex source add`")
+    if source and source not in names:
+        raise InvalidArgument(f"unknown source {shown(source)}; valid sources: {', '.join(names)}")
+    request, filed = _file_once(data, source)
+    log.info(
+        "reindex %s: %s request %s",
+        source or "(all)",
+        "filed" if filed else "pending",
+        request.id,
+    )
+    return ReindexReceipt(
+        request_id=request.id,
+        source=source,
+        requested_at=request.requested_at,
+        already_pending=not filed,
+        serving_version=holder.serving,
+        message="the indexer publishes a new version when it takes the request; "
+        "search results name the version they come from (index_version)",
+    )
+
+
+def _file_once(data: DataDir, source: str) -> tuple[IndexRequest, bool]:
+    """File a request, unless the same one is still waiting in the queue."""
+    for request in pending_requests(data):
+        if request.source == source and request.origin == "reindex":
+            return request, False
+    return file_request(data, source, origin="reindex"), True

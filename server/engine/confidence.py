@@ -1,0 +1,211 @@
+"""Whether a search's evidence is weak: `low_confidence` (docs/retrieval.md, "Saying no
+answer"; adr/0027). Decided after ranking, from the query's terms, the index's statistics
+and the first hits; it never changes the ranking."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+
+import tantivy
+
+from docdex.index_format.text import CJK_FIELD, TEXT_FIELDS, TextAnalysis, identifier_terms
+
+from .candidates import Candidate
+from .loaded import Snapshot
+from .query import QueryProfile
+
+# low_confidence: a share of the query (IDF-weighted) at least ABSENT_SHARE in terms the
+# index never contains, or the best cosine below WEAK_DENSE and no lexical match as strong as
+# WEAK_LEXICAL (docs/retrieval.md, "Saying no answer")
+ABSENT_SHARE = 0.2
+ABSENCE_MIN_CHUNKS = 100  # in a smaller index, a word's absence says little
+# Function words (and one-letter terms) are never counted absent, whatever the index holds.
+_FUNCTION_WORDS_TEXT = """
+    a about above after again all also am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further
+    had has have having he her here hers him his how i if in into is it its just me more most my
+    no nor not now of off on once only or other our ours out over own same she should so some
+    such than that the their theirs them then there these they this those through to too under
+    until up very was we were what when where which while who whom why will with would you your
+    yours"""
+_FUNCTION_WORDS = frozenset(_FUNCTION_WORDS_TEXT.split())
+WEAK_DENSE = 0.35
+WEAK_LEXICAL = 0.5
+# An absent everyday word ("halfway", "epoch") counts only when dropping it brings the
+# question this much closer to the corpus (best cosine): then it was the question's subject.
+SUBJECT_GAIN = 0.06
+
+
+def is_low_confidence(
+    snapshot: Snapshot,
+    profile: QueryProfile,
+    ranked: list[Candidate],
+    cosine_of: Callable[[str], float],
+) -> bool:
+    """Weak evidence: the query names something the corpus never mentions, or names a thing
+    the corpus knows but none of the first hits is about, or the best hit is neither
+    semantically close nor a good lexical match. `cosine_of(text)`: the best cosine of
+    another text over the same scope."""
+    if not ranked:
+        return True
+    if absent_share(snapshot, profile) >= ABSENT_SHARE and absence_is_the_subject(
+        snapshot, profile, ranked, cosine_of
+    ):
+        return True
+    if unmatched_names_share(snapshot, profile, ranked[:10]) >= ABSENT_SHARE:
+        return True
+    best_dense = max(c.dense for c in ranked[:10])
+    if best_dense >= WEAK_DENSE:
+        return False
+    return lexical_coverage(snapshot, profile, ranked[0]) < WEAK_LEXICAL
+
+
+def absence_is_the_subject(
+    snapshot: Snapshot,
+    profile: QueryProfile,
+    ranked: list[Candidate],
+    cosine_of: Callable[[str], float],
+) -> bool:
+    """Whether the words no chunk contains are what the question is about: one of them
+    names a thing (a product, a place, a version), or the rest of the question, without
+    them, comes clearly closer to the corpus. An everyday word of a paraphrase ("continue
+    a download interrupted halfway") changes the best cosine by a few hundredths."""
+    absent = absent_words(snapshot, profile)
+    if not absent or any(names_a_thing(word, at) for at, word in absent):
+        return True
+    dropped = {word for _, word in absent}
+    rest = " ".join(word for word in profile.text.split() if word not in dropped)
+    best = max(c.dense for c in ranked)
+    return bool(rest) and cosine_of(rest) - best >= SUBJECT_GAIN
+
+
+def names_a_thing(word: str, position: int) -> bool:
+    """A word with a digit or an inner capital (`iOS`, `2022`, `HoloLens`), or capitalised
+    anywhere but at the start of the question."""
+    return bool(_NAMED.search(word)) or (position > 0 and word[:1].isupper())
+
+
+_NAMED = re.compile(r"[0-9]|.[A-Z]")
+
+
+def absent_words(snapshot: Snapshot, profile: QueryProfile) -> list[tuple[int, str]]:
+    """(position, word) of the query's words whose every content term no chunk contains."""
+    out = []
+    for at, word in enumerate(profile.text.split()):
+        terms = content_terms(profile, word)
+        if terms and all(text_frequency(snapshot, t) == 0 for t in terms):
+            out.append((at, word))
+    return out
+
+
+def unmatched_names_share(
+    snapshot: Snapshot, profile: QueryProfile, head: list[Candidate]
+) -> float:
+    """The IDF-weighted share of the query in terms of words that name a thing, which the
+    corpus contains but none of `head` does ("a Slack channel" where two pages say Slack
+    and no hit is one of them)."""
+    named = {  # term: how many chunks hold it
+        term: df
+        for at, word in enumerate(profile.text.split())
+        if names_a_thing(word, at)
+        for term in content_terms(profile, word)
+        if (df := text_frequency(snapshot, term)) > 0
+    }
+    total = snapshot.searcher.num_docs
+    if not named or not head or total < ABSENCE_MIN_CHUNKS:
+        return 0.0
+    ids = [c.chunk(snapshot).chunk_id for c in head]
+    weight = sum(term_idf(total, text_frequency(snapshot, t)) for t in profile.terms)
+    missed = sum(
+        term_idf(total, df)
+        for t, df in named.items()
+        if not any_contains(snapshot, profile, ids, t)
+    )
+    return missed / weight if weight else 0.0
+
+
+def content_terms(profile: QueryProfile, word: str) -> list[str]:
+    ignored = function_words(profile.analysis)
+    return [t for t in profile.analysis.terms(word) if len(t) > 1 and t not in ignored]
+
+
+def text_frequency(snapshot: Snapshot, term: str, fields: Sequence[str] = TEXT_FIELDS) -> int:
+    """How many chunks hold the term in these fields (by default title, headings or text)."""
+    return sum(snapshot.searcher.doc_freq(name, term) for name in fields)
+
+
+def any_contains(
+    snapshot: Snapshot, profile: QueryProfile, chunk_ids: list[str], term: str
+) -> bool:
+    """Whether one of the chunks holds the term in its title, headings or text."""
+    schema = profile.analysis.schema()
+    fields = [
+        (tantivy.Occur.Should, tantivy.Query.term_query(schema, name, term)) for name in TEXT_FIELDS
+    ]
+    query = tantivy.Query.boolean_query(
+        [
+            (tantivy.Occur.Must, tantivy.Query.boolean_query(fields)),
+            (tantivy.Occur.Must, tantivy.Query.term_set_query(schema, "chunk_id", chunk_ids)),
+        ]
+    )
+    return bool(snapshot.searcher.search(query, 1, count=False).hits)
+
+
+def absent_share(snapshot: Snapshot, profile: QueryProfile) -> float:
+    """The IDF-weighted share of the query's terms that no chunk of the index contains (in
+    its title, headings or text): a question about a product, an option or a person that
+    the documents never name has no answer in them, however close its other words come.
+    Function words count in the weight but are never absent (a tiny index may lack them)."""
+    total = snapshot.searcher.num_docs
+    if total < ABSENCE_MIN_CHUNKS:
+        return 0.0
+    weight = absent = 0.0
+    ignored = function_words(profile.analysis)
+    for fields, term in [(TEXT_FIELDS, t) for t in profile.terms] + [
+        ((CJK_FIELD,), t) for t in profile.cjk
+    ]:
+        df = text_frequency(snapshot, term, fields)
+        idf = term_idf(total, df)
+        weight += idf
+        if df == 0 and len(term) > 1 and term not in ignored:
+            absent += idf
+    return absent / weight if weight else 0.0
+
+
+def term_idf(total: int, df: int) -> float:
+    """The weight of a query term in the IDF-weighted shares of low_confidence."""
+    return math.log(1 + total / (1 + df))
+
+
+@lru_cache(maxsize=4)
+def function_words(analysis: TextAnalysis) -> frozenset[str]:
+    """The function words as the analysis turns them into terms."""
+    return frozenset(term for word in _FUNCTION_WORDS for term in analysis.terms(word))
+
+
+def lexical_coverage(snapshot: Snapshot, profile: QueryProfile, cand: Candidate) -> float:
+    """1.0 when an identifier of the query occurs in the candidate chunk; otherwise the
+    IDF-weighted share of the query's terms that occur in it."""
+    chunk = cand.chunk(snapshot)
+    if profile.identifier:
+        wanted = identifier_terms(" ".join(profile.code))
+        if wanted and wanted[0] in set(identifier_terms(chunk.text)):
+            return 1.0
+    wanted = [("body", t) for t in profile.terms] + [(CJK_FIELD, t) for t in profile.cjk]
+    if not wanted:
+        return 0.0
+    text = " ".join([*chunk.headings, chunk.text])
+    analysis = profile.analysis
+    present = {("body", t) for t in analysis.terms(text)}
+    present |= {(CJK_FIELD, t) for t in analysis.cjk_terms(text)} if profile.cjk else set()
+    searcher = snapshot.searcher
+    total = searcher.num_docs or 1
+    weight = hit = 0.0
+    for field_term in wanted:
+        idf = term_idf(total, searcher.doc_freq(*field_term))
+        weight += idf
+        hit += idf if field_term in present else 0.0
+    return hit / weight if weight else 0.0

@@ -1,0 +1,70 @@
+"""What a search answers: its hits, as search_docs, /api/search, `docdex search` and
+`docdex eval` all receive them, and the limits on the metadata a file controls.
+
+A hit carries the chunk's raw markdown (identifiers live in code spans, URLs and HTML), its
+breadcrumb and lines, and the page's last commit; titles and headings are clipped so that no
+page can make an answer large. `url`, `page_url` and `truncated` are left for the answering
+layer to fill (permalinks, the text budget).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import msgspec
+
+RESOURCE_SCHEME = "docdex"
+RESOURCE_TEMPLATE = "docdex://{source}/{+path}"
+# RFC 6570 reserved expansion keeps these as they are; `?`, `#`, `[` and `]` are escaped too,
+# so that no client mistakes part of a path for a query or a fragment.
+_URI_SAFE = "/:@!$&'()*+,;="
+TITLE_CHARS = 300
+MAX_HEADINGS = 8
+
+
+class Hit(msgspec.Struct):
+    doc_id: str
+    chunk_id: str
+    source: str
+    path: str
+    uri: str  # the page as an MCP resource: docdex://SOURCE/PATH
+    title: str
+    headings: list[str]  # breadcrumb, outermost first
+    heading: str  # "A › B › C"
+    text: str  # raw markdown of the chunk
+    score: float
+    start_line: int
+    end_line: int
+    commit: str  # the page's last commit
+    match: str  # "bm25" | "dense" | "both": which retriever found it
+    truncated: bool = False  # `text` was cut to fit the answer's budget (server/answers/budget.py)
+    modified: str = ""  # when the page last changed (ISO 8601, from its git history)
+    ref: str = ""  # the branch or tag the page was indexed from
+    url: str = ""  # these lines at `commit` on the source's forge (permalinks.py; "" = none)
+    page_url: str = ""  # the page on the published docs site ("" = no site_url)
+
+
+class SearchResult(msgspec.Struct):
+    results: list[Hit]
+    index_version: int
+    took_ms: float
+    low_confidence: bool
+    omitted: int = 0  # hits left out to keep the answer under the cap (server/answers/budget.py)
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def clip_headings(headings: list[str]) -> list[str]:
+    return [clip(h, TITLE_CHARS) for h in headings[:MAX_HEADINGS]]
+
+
+def breadcrumb(headings: list[str]) -> str:
+    return " › ".join(clip_headings(headings))
+
+
+def resource_uri(source: str, path: str) -> str:
+    """The page's MCP resource URI, the expansion of RESOURCE_TEMPLATE."""
+    # An entry of another ref ("docs@release/1.0") keeps its '/' escaped, within {source}.
+    return f"{RESOURCE_SCHEME}://{quote(source, safe='@')}/{quote(path, safe=_URI_SAFE)}"

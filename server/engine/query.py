@@ -1,0 +1,69 @@
+"""What a query is, once analysed: its terms as the index analysed the documents, its
+code-like tokens and literals, and whether it leans lexical (docs/retrieval.md, "Analysis")."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from docdex.index_format.text import TextAnalysis, identifier_terms, text_analysis
+
+from .loaded import Snapshot
+
+
+@dataclass(frozen=True)
+class QueryProfile:
+    text: str
+    terms: list[str]  # analysed (en_stem) terms, each once
+    ident: list[str]  # identifier_terms(text)
+    identifier: bool  # some token looks like code, a path, a flag, a number with letters
+    literals: list[str]  # those identifier-like tokens, lower-cased, edge punctuation removed
+    lexical: bool  # identifier-like or short: lean on BM25
+    code: list[str] = field(default_factory=list)  # the code-like tokens as typed
+    cjk: list[str] = field(default_factory=list)  # character pairs of CJK runs, each once
+    analysis: TextAnalysis = field(default_factory=text_analysis)  # the index's (text.py)
+
+
+# Code-like tokens: letters and digits mixed, camelCase, snake_case, dotted/path-like, flags
+# and sigils, and fragments of identifiers (`_generic`, `binders_`). A hyphen between letters
+# (click-to-run) or an acronym (MSP, URLs) alone is prose: such questions keep the prose
+# weights.
+_IDENTIFIER_SHAPE = re.compile(
+    r"[A-Za-z][0-9]|[0-9][A-Za-z]|[a-z][A-Z]|\w[_./\\:@=]+\w|^[-/$@#]{1,2}\w|^_+[^\W_]|[^\W_]_+$"
+)
+SHORT_QUERY_TERMS = 2
+_EDGE = "\"'`()[]{}<>,;!?*|“”‘’«»."
+MIN_LITERAL_CHARS = 3
+
+
+def analysis_of(snapshot: Snapshot) -> TextAnalysis:
+    """The analysis the snapshot's text index was built with: queries are analysed alike."""
+    return text_analysis(snapshot.manifest.text_analysis)
+
+
+def profile_query(text: str, analysis: TextAnalysis | None = None) -> QueryProfile:
+    analysis = analysis or text_analysis()
+    terms = list(dict.fromkeys(analysis.terms(text)))
+    ident = identifier_terms(text)
+    tokens = text.split()
+    code = [t for t in tokens if _IDENTIFIER_SHAPE.search(t)]
+    literals = literal_tokens(tokens, code)
+    return QueryProfile(
+        text=text,
+        terms=terms,
+        ident=ident,
+        identifier=bool(code),
+        literals=literals,
+        code=code,
+        lexical=bool(code) or len(tokens) <= SHORT_QUERY_TERMS,
+        cjk=analysis.cjk_query_terms(text),
+        analysis=analysis,
+    )
+
+
+def literal_tokens(tokens: list[str], code: list[str]) -> list[str]:
+    """What a chunk's raw text must contain as typed (lower-cased, edge punctuation
+    removed): the code-like tokens, or the one token of a one-token query (`per-app-deep-dive`,
+    `figcaption`: a literal that lives inside link targets and tags)."""
+    picked = code or (tokens if len(tokens) == 1 else [])
+    return [x for x in (t.strip(_EDGE).lower() for t in picked) if len(x) >= MIN_LITERAL_CHARS]

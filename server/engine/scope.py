@@ -1,0 +1,111 @@
+"""Which manifest entries a request reads: a `source` and a `ref` argument turned into
+entry keys (index-format/refs.py). Without a ref, a search reads each source's default ref
+only, so that a page indexed at several refs does not come back once per ref."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from docdex.errors import InvalidArgument, shown
+from docdex.index_format.records import ServedPage
+from docdex.index_format.refs import base_of, entries_of, resolve_ref
+
+from .loaded import Snapshot
+
+Entries = frozenset[str]  # the manifest entries searched (a source, or "source@ref"); empty: all
+
+
+def as_entries(source: str | Entries) -> Entries:
+    """A source name ("" for every entry) or a set of entries, as a set of entries."""
+    return frozenset([source] if source else []) if isinstance(source, str) else source
+
+
+class Scope(msgspec.Struct, frozen=True):
+    """What a search may return: chunks of these entries, under this path prefix, of these
+    pages (the tags filter); every part is applied inside both retrievals."""
+
+    entries: Entries = frozenset()  # empty: every entry
+    path_prefix: str = ""
+    pages: frozenset[str] | None = None  # doc ids; None: any page
+
+    @property
+    def everything(self) -> bool:
+        return not self.entries and not self.path_prefix and self.pages is None
+
+    def admits(self, page: ServedPage) -> bool:
+        return (
+            (not self.entries or page.source in self.entries)
+            and page.path.startswith(self.path_prefix)
+            and (self.pages is None or page.doc_id in self.pages)
+        )
+
+
+def tagged_pages(snapshot: Snapshot, tags: Sequence[str]) -> frozenset[str] | None:
+    """The pages carrying any of `tags` (case-folded); None when no tag is asked for."""
+    wanted = {tag.strip().casefold() for tag in tags if tag.strip()}
+    if not wanted:
+        return None
+    return frozenset(
+        page.doc_id
+        for page in snapshot.pages.values()
+        if wanted & {tag.casefold() for tag in page.tags}
+    )
+
+
+def check_source(snapshot: Snapshot, source: str) -> None:
+    if source and source not in snapshot.manifest.sources:
+        raise InvalidArgument(
+            f"unknown source {shown(source)}; valid sources: {valid_sources(snapshot)}"
+        )
+
+
+def valid_sources(snapshot: Snapshot) -> str:
+    return ", ".join(snapshot.sources) or "(none indexed yet)"
+
+
+def searched_entries(snapshot: Snapshot, source: str, ref: str) -> Entries:
+    """The entries to search: the source's (or every source's) entry for `ref`, else the
+    default entries; empty when that is every entry."""
+    states = snapshot.manifest.sources
+    if ref:
+        bases = [source] if source else sorted({base_of(k, s) for k, s in states.items()})
+        keys = {key for base in bases if (key := resolve_ref(states, base, ref))}
+        if not keys:
+            raise InvalidArgument(_no_ref(snapshot, source, ref))
+        return frozenset(keys)
+    if source:
+        return frozenset([source])
+    defaults = {key for key, state in states.items() if state.default_ref}
+    return frozenset() if len(defaults) == len(states) else frozenset(defaults)
+
+
+def entry_doc_id(snapshot: Snapshot, doc_id: str, ref: str) -> str:
+    """`doc_id` as the id of the same path at `ref` (SOURCE:PATH -> SOURCE@REF:PATH)."""
+    if not ref:
+        return doc_id
+    source, _, path = doc_id.partition(":")
+    key = resolve_ref(snapshot.manifest.sources, base_of(source, _state(snapshot, source)), ref)
+    if key is None:
+        raise InvalidArgument(_no_ref(snapshot, source.partition("@")[0], ref))
+    return f"{key}:{path}"
+
+
+def _state(snapshot: Snapshot, key: str):
+    state = snapshot.manifest.sources.get(key)
+    if state is None:
+        raise InvalidArgument(
+            f"unknown source {shown(key)}; valid sources: {', '.join(snapshot.sources) or '(none)'}"
+        )
+    return state
+
+
+def _no_ref(snapshot: Snapshot, source: str, ref: str) -> str:
+    states = snapshot.manifest.sources
+    if source:
+        known = ", ".join(name or "(default)" for name in entries_of(states, source))
+        return (
+            f"source {shown(source)} does not index ref {shown(ref)}; its refs: {known or '(none)'}"
+        )
+    return f"no source indexes ref {shown(ref)}; list_sources shows each source's refs"

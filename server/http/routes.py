@@ -1,0 +1,136 @@
+"""The plain HTTP routes beside /mcp.
+
+    /              the search page for a browser (webpage.py); for curl and scripts, what
+                   this server is and each MCP client's configuration (= /clients.txt)
+    /clients.txt   that text
+    /health        status (health.py); with a token, only {"status": ...} without it
+    /api/search    the same JSON as search_docs
+    /api/sources   the same JSON as list_sources
+    /api/page      a page rendered for the search page (pageview.py)
+    /api/clients   the client configurations as JSON, for the page's "Connect an agent"
+    /static/NAME   the page's script, stylesheet and icon
+
+/api answers 400 for bad arguments and 503 while no version can be served; with a token it
+needs the token (auth.py), as /mcp does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from docdex.errors import InvalidArgument
+from docdex.server.answers.budget import DEFAULT_MAX_CHARS
+from docdex.server.answers.docs import Docs
+from docdex.server.engine.search import MAX_RESULTS
+from docdex.server.versions import NoVersion
+
+from .auth import is_authorized
+from .clients import configs_json, configs_text
+from .page import shell, static_routes, wants_page
+
+MCP_PATH = "/mcp"
+
+_encode = msgspec.json.Encoder().encode
+
+
+def http_routes(docs: Docs, token_required: bool) -> list[Route]:
+    def base(request: Request) -> str:
+        return str(request.base_url).rstrip("/")
+
+    async def index(request: Request) -> Response:
+        if wants_page(request):
+            return shell(request)
+        return await clients_text(request)
+
+    async def clients_text(request: Request) -> Response:
+        return PlainTextResponse(index_page(base(request), token_required))
+
+    async def clients(request: Request) -> Response:
+        return _json(200, configs_json(f"{base(request)}{MCP_PATH}", token_required))
+
+    async def health(request: Request) -> Response:
+        status, body = docs.health()
+        if token_required and not is_authorized(request.scope):
+            body = {"status": body["status"]}  # up or not; the details need the token
+        return _json(status, body)
+
+    async def api_search(request: Request) -> Response:
+        return await _api_search(docs, request)
+
+    async def api_sources(request: Request) -> Response:
+        return await _answer(docs.list_sources)
+
+    async def api_page(request: Request) -> Response:
+        return await _answer(docs.page_view, request.query_params.get("doc_id", ""))
+
+    return [
+        Route("/", index, methods=["GET"]),
+        Route("/clients.txt", clients_text, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+        Route("/api/search", api_search, methods=["GET"]),
+        Route("/api/sources", api_sources, methods=["GET"]),
+        Route("/api/page", api_page, methods=["GET"]),
+        Route("/api/clients", clients, methods=["GET"]),
+        *static_routes(),
+    ]
+
+
+async def _api_search(docs: Docs, request: Request) -> Response:
+    params = request.query_params
+    try:
+        n = int(params.get("n", "10"))
+    except ValueError:
+        return _json(400, {"error": f"n must be an integer between 1 and {MAX_RESULTS}"})
+    try:
+        max_chars = int(params.get("max_chars", DEFAULT_MAX_CHARS))
+    except ValueError:
+        return _json(400, {"error": "max_chars must be an integer"})
+    return await _answer(
+        docs.search,
+        params.get("q", ""),
+        n,
+        params.get("source", ""),
+        params.get("path_prefix", ""),
+        max_chars,
+        params.get("ref", ""),
+    )
+
+
+async def _answer(call: Callable[..., Any], *args: Any) -> Response:
+    """`call(*args)` in a worker thread, as JSON: 400 for bad arguments, 503 for no version."""
+    try:
+        result = await run_in_threadpool(call, *args)
+    except InvalidArgument as exc:
+        return _json(400, {"error": str(exc)})
+    except NoVersion as exc:
+        return _json(503, {"error": str(exc)})
+    return _json(200, result)
+
+
+def _json(status: int, body: Any) -> Response:
+    return Response(_encode(body), status_code=status, media_type="application/json")
+
+
+def index_page(base: str, token_required: bool) -> str:
+    """The text at `/clients.txt` (and `/` for anything but a browser): the MCP endpoint, the
+    tools, and each client's configuration for this server (server/http/clients.py;
+    docs/clients.md explains them)."""
+    mcp_url = f"{base}{MCP_PATH}"
+    auth = "Requests to /mcp and /api need 'Authorization: Bearer <DOCDEX_TOKEN>'.\n"
+    return f"""docdex: documentation search for AI agents, over MCP.
+
+MCP endpoint (streamable HTTP): {mcp_url}
+Tools: search_docs, query_docs, get_document, list_sources, reindex
+Also: {base}/ in a browser (the search page), {base}/health (status),
+{base}/api/search?q=...&n=10 (same JSON as search_docs)
+{auth if token_required else ""}
+Client configurations (stdio: the client starts docdex on its own machine; put in your paths):
+
+{configs_text(mcp_url, token_required)}"""

@@ -1,0 +1,98 @@
+"""Pages as MCP resources, and the parts of the MCP surface that follow the index.
+
+- The template docdex://{source}/{+path} reads a page's markdown (resources/read).
+- resources/list pages through every indexed page, RESOURCE_PAGE at a time, with cursors.
+  The SDK lists only resources registered up front, so a middleware answers it from the
+  served version.
+- Connecting (`initialize`, or `server/discover`) answers with instructions built from the
+  index at that moment.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+from mcp.server.context import CallNext, ServerRequestContext
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, ListResourcesResult, Resource
+
+from docdex.errors import InvalidArgument
+from docdex.server.answers.docs import Docs
+from docdex.server.answers.paging import RESOURCE_PAGE
+from docdex.server.engine.hits import RESOURCE_TEMPLATE
+from docdex.server.versions import NoVersion
+
+log = logging.getLogger("docdex.server")
+
+MARKDOWN = "text/markdown"
+# How a client learns the instructions: `initialize` (handshake protocol versions) or
+# `server/discover` (2026-07-28, which has no handshake).
+CONNECTING = ("initialize", "server/discover")
+PAGE_DESCRIPTION = (
+    "An indexed markdown page as of its indexed commit, reassembled from its sections "
+    "(line-aligned with the file). Long pages end with a note on reading on with get_document."
+)
+
+
+def add_resources(mcp: MCPServer, docs: Docs) -> None:
+    @mcp.resource(
+        RESOURCE_TEMPLATE,
+        name="page",
+        title="Documentation page",
+        description=PAGE_DESCRIPTION,
+        mime_type=MARKDOWN,
+    )
+    async def page(source: str, path: str) -> str:
+        return await anyio.to_thread.run_sync(_read_page, docs, source, path)
+
+    async def follow_index(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
+        if ctx.method == "resources/list":
+            return await anyio.to_thread.run_sync(_list_pages, docs, ctx.params)
+        result = await call_next(ctx)
+        if ctx.method in CONNECTING and isinstance(result, dict):
+            return _with_instructions(result, await anyio.to_thread.run_sync(docs.instructions))
+        return result
+
+    mcp.middleware.append(follow_index)
+
+
+def _read_page(docs: Docs, source: str, path: str) -> str:
+    try:
+        return docs.read_page(source, path)
+    except InvalidArgument as exc:
+        raise ResourceNotFoundError(str(exc)) from None
+    except NoVersion as exc:
+        raise ResourceError(str(exc)) from None
+
+
+def _list_pages(docs: Docs, params: Any) -> ListResourcesResult:
+    cursor = params.get("cursor") if isinstance(params, dict) else None
+    try:
+        pages, next_cursor = docs.list_pages(
+            cursor if isinstance(cursor, str) else "", RESOURCE_PAGE
+        )
+    except InvalidArgument as exc:
+        raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
+    except NoVersion:
+        pages, next_cursor = [], ""
+    return ListResourcesResult(
+        resources=[
+            Resource(
+                uri=p.uri,
+                name=p.path,
+                title=p.title,
+                description=p.description or None,
+                mime_type=MARKDOWN,
+            )
+            for p in pages
+        ],
+        next_cursor=next_cursor or None,
+    )
+
+
+def _with_instructions(result: dict[str, Any], instructions: str) -> dict[str, Any]:
+    return {**result, "instructions": instructions}

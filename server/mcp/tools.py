@@ -1,0 +1,267 @@
+"""The MCP tools: search_docs, query_docs, get_document, list_sources, reindex.
+
+Each tool is a thin function over `Docs` whose signature is its input schema; its answer
+goes out as structured content plus the same JSON as text. `InvalidArgument` and `NoVersion`
+become tool errors the agent can act on; anything else is a bug and surfaces as one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import cache
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
+
+import msgspec
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, ResourceLink, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field, ValidationError, create_model
+
+from docdex.errors import InvalidArgument
+from docdex.server.answers.budget import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS
+from docdex.server.answers.docs import Docs
+from docdex.server.answers.shapes import Document, PageList, ReindexReceipt, SourceList
+from docdex.server.answers.validation import MAX_LIMIT
+from docdex.server.engine.hits import Hit, SearchResult
+from docdex.server.engine.search import MAX_RESULTS
+from docdex.server.versions import NoVersion
+
+from .resources import MARKDOWN, add_resources
+
+log = logging.getLogger("docdex.server")
+
+_encode = msgspec.json.Encoder().encode
+
+
+@cache
+def pydantic_model(struct: type[msgspec.Struct]) -> type[BaseModel]:
+    """A pydantic model with the fields of a msgspec Struct (nested Structs too), for the
+    SDK's output schemas: the schema follows the Struct the answer is encoded from, so the
+    two cannot drift."""
+    fields = {}
+    for f in msgspec.structs.fields(struct):
+        if f.required:
+            default = ...
+        elif f.default_factory is not msgspec.NODEFAULT:
+            default = Field(default_factory=f.default_factory)
+        else:
+            default = f.default
+        fields[f.name] = (_pydantic_type(f.type), default)
+    return create_model(struct.__name__, __doc__=struct.__doc__, **fields)
+
+
+def _pydantic_type(kind: Any) -> Any:
+    if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+        return pydantic_model(kind)
+    args = get_args(kind)
+    if get_origin(kind) is list:
+        return list[_pydantic_type(args[0])]
+    if isinstance(kind, UnionType):
+        return Union[tuple(_pydantic_type(arg) for arg in args)]  # noqa: UP007 (built at run time)
+    return kind
+
+
+SEARCH_DESCRIPTION = (
+    "Search the indexed documentation (markdown pages from git repositories) and return the "
+    "best-matching sections. Write the query in English, whatever language the conversation "
+    "is in: keywords, an identifier, an error message or code, or a short question. Each "
+    "result cites where it comes from: source, path, start_line-end_line of the file at "
+    "commit, and the heading breadcrumb; `text` is the section's raw markdown. Cite results as "
+    "path:start_line-end_line. Fetch the whole page with get_document(doc_id), or one section "
+    "with get_document(chunk_id); a hit with truncated=true was cut to keep the answer within "
+    "max_chars, and get_document(chunk_id) has all of it. "
+    "low_confidence=true means nothing matched well: rephrase or "
+    "use other terms rather than trusting the results. Optional filters: source (a name from "
+    "list_sources), path_prefix (e.g. 'guide/') and ref (a branch or tag the source indexes, "
+    "e.g. a release: each hit names its ref; without one, each source's default branch). "
+    "Hits carry url, a permalink to their lines, when the source has one."
+)
+QUERY_DESCRIPTION = (
+    "List indexed pages by metadata (no text search): filter by source, a substring of the "
+    "file path or of the title (case-insensitive), and creation date (ISO 8601, e.g. "
+    "2024-05-01 or 2024-05-01T12:00:00Z; created_after and created_before are exclusive). "
+    "Returns doc_id, source, path, title, description, tags, created, modified, commit and "
+    "chunk count per page, sorted by source and path, at most `limit` (1-100) of `total`."
+)
+GET_DESCRIPTION = (
+    "Read a page or one of its sections by id, a window at a time. A page id is SOURCE:PATH "
+    "(doc_id from search_docs or query_docs): returns its metadata, its text reassembled from "
+    "the indexed sections (line-aligned with the file), and the sections the window overlaps. "
+    "A section id is SOURCE:PATH#chunkN (chunk_id from search_docs): returns that section's "
+    "raw markdown and the ids of the previous and next sections. The text is at most "
+    "max_chars long; narrow it with start_line/end_line (file lines, inclusive). When "
+    "truncated=true, call again with cursor=next_cursor (and the same doc_id) for what "
+    "follows: the windows join into the exact text."
+)
+SOURCES_DESCRIPTION = (
+    "List the documentation sources, one entry per indexed branch or tag (entries "
+    "source@ref besides each source's default): what each holds (description), kind, ref, "
+    "the indexed commit and the ref's tip now, how many commits the index is behind and "
+    "since when, whether a request is queued, file and chunk counts, when it was last indexed "
+    "and its last indexing error."
+)
+REINDEX_DESCRIPTION = (
+    "Ask the indexer to re-read a source (or every source when source is empty) from its git "
+    "repository now. Files a request and returns its id; the index changes when the indexer "
+    "publishes the new version, usually within seconds."
+)
+
+_READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+_FILES_A_REQUEST = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+
+class DocdexMCP(MCPServer):
+    """The SDK's server, with arguments that fail validation answered in plain sentences
+    (the SDK's own message names pydantic's internal model and links to its docs)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(argument_errors(name, exc.__cause__)) from exc.__cause__
+            raise
+
+
+def argument_errors(tool: str, error: ValidationError) -> str:
+    """`error`, as one sentence per argument: which argument, what was wrong, what came."""
+    problems = []
+    for item in error.errors(include_url=False):
+        name = ".".join(str(part) for part in item["loc"]) or "arguments"
+        if item["type"] == "missing":
+            problems.append(f"{name} is required")
+        else:
+            got = repr(item.get("input"))[:80]
+            problems.append(f"{name}: {item['msg'][:1].lower()}{item['msg'][1:]} (got {got})")
+    return f"invalid arguments for {tool}: " + "; ".join(problems)
+
+
+def build_mcp(docs: Docs) -> MCPServer:
+    """The MCP server with every tool registered (in the order list_tools shows them), the
+    pages as resources, and instructions that follow the index."""
+    mcp = DocdexMCP("docdex", instructions=docs.instructions())
+    _add_search_tools(mcp, docs)
+    _add_document_tools(mcp, docs)
+    _add_reindex_tool(mcp, docs)
+    add_resources(mcp, docs)
+    return mcp
+
+
+MAX_CHARS_RANGE = f"{MIN_MAX_CHARS}-{MAX_MAX_CHARS}"
+REF_ARGUMENT = "a branch or tag the source indexes ('' = each source's default)"
+TAGS_ARGUMENT = "only pages with any of these front matter tags or keywords"
+
+
+def _add_search_tools(mcp: MCPServer, docs: Docs) -> None:
+    def search_docs(
+        query: Annotated[str, Field(description="what to look for, in English")],
+        num_results: Annotated[int, Field(description=f"1-{MAX_RESULTS}")] = 10,
+        source: Annotated[str, Field(description="only this source ('' = all)")] = "",
+        path_prefix: Annotated[str, Field(description="only paths starting with this")] = "",
+        max_chars: Annotated[
+            int, Field(description=f"budget for the hits' text ({MAX_CHARS_RANGE})")
+        ] = DEFAULT_MAX_CHARS,
+        ref: Annotated[str, Field(description=REF_ARGUMENT)] = "",
+        tags: Annotated[list[str], Field(description=TAGS_ARGUMENT)] = [],  # noqa: B006
+    ) -> Annotated[CallToolResult, pydantic_model(SearchResult)]:
+        return _answer(
+            "search_docs",
+            lambda: docs.search(query, num_results, source, path_prefix, max_chars, ref, tags),
+            links=_page_links,
+        )
+
+    def query_docs(
+        source: str = "",
+        file_path_contains: str = "",
+        title_contains: str = "",
+        created_after: Annotated[str, Field(description="ISO 8601 date, exclusive")] = "",
+        created_before: Annotated[str, Field(description="ISO 8601 date, exclusive")] = "",
+        limit: Annotated[int, Field(description=f"1-{MAX_LIMIT}")] = 20,
+        ref: Annotated[str, Field(description=REF_ARGUMENT)] = "",
+        tags: Annotated[list[str], Field(description=TAGS_ARGUMENT)] = [],  # noqa: B006
+    ) -> Annotated[CallToolResult, pydantic_model(PageList)]:
+        return _answer(
+            "query_docs",
+            lambda: docs.query_docs(
+                source,
+                file_path_contains,
+                title_contains,
+                created_after,
+                created_before,
+                limit,
+                ref,
+                tags,
+            ),
+        )
+
+    mcp.add_tool(search_docs, description=SEARCH_DESCRIPTION, annotations=_READ_ONLY)
+    mcp.add_tool(query_docs, description=QUERY_DESCRIPTION, annotations=_READ_ONLY)
+
+
+def _add_document_tools(mcp: MCPServer, docs: Docs) -> None:
+    def get_document(
+        doc_id: Annotated[str, Field(description="SOURCE:PATH or SOURCE:PATH#chunkN")],
+        start_line: Annotated[int, Field(description="first file line (0 = the start)")] = 0,
+        end_line: Annotated[int, Field(description="last file line (0 = the end)")] = 0,
+        cursor: Annotated[str, Field(description="next_cursor of the previous answer")] = "",
+        max_chars: Annotated[
+            int, Field(description=f"budget for the text ({MAX_CHARS_RANGE})")
+        ] = DEFAULT_MAX_CHARS,
+        ref: Annotated[str, Field(description="the same path at this branch or tag")] = "",
+    ) -> Annotated[CallToolResult, pydantic_model(Document)]:
+        return _answer(
+            "get_document",
+            lambda: docs.get_document(doc_id, start_line, end_line, cursor, max_chars, ref),
+        )
+
+    def list_sources() -> Annotated[CallToolResult, pydantic_model(SourceList)]:
+        return _answer("list_sources", docs.list_sources)
+
+    mcp.add_tool(get_document, description=GET_DESCRIPTION, annotations=_READ_ONLY)
+    mcp.add_tool(list_sources, description=SOURCES_DESCRIPTION, annotations=_READ_ONLY)
+
+
+def _add_reindex_tool(mcp: MCPServer, docs: Docs) -> None:
+    def reindex(
+        source: Annotated[str, Field(description="source name ('' = every source)")] = "",
+    ) -> Annotated[CallToolResult, pydantic_model(ReindexReceipt)]:
+        return _answer("reindex", lambda: docs.reindex(source))
+
+    mcp.add_tool(reindex, description=REINDEX_DESCRIPTION, annotations=_FILES_A_REQUEST)
+
+
+def _answer(
+    name: str,
+    call: Callable[[], msgspec.Struct],
+    links: Callable[[Any], list[ResourceLink]] = lambda _: [],
+) -> CallToolResult:
+    """Run a tool body; turn our anticipated errors into tool errors the agent can act on."""
+    try:
+        answer = call()
+    except (InvalidArgument, NoVersion) as exc:
+        log.info("%s refused: %s", name, exc)
+        raise ToolError(str(exc)) from None
+    builtins = msgspec.to_builtins(answer)
+    return CallToolResult(
+        content=[TextContent(type="text", text=_encode(builtins).decode()), *links(answer)],
+        structured_content=builtins,
+    )
+
+
+def _page_links(result: SearchResult) -> list[ResourceLink]:
+    """One resource link per page among the hits, in rank order."""
+    first_hits: dict[str, Hit] = {}
+    for hit in result.results:
+        first_hits.setdefault(hit.uri, hit)
+    return [
+        ResourceLink(
+            type="resource_link", uri=uri, name=hit.path, title=hit.title, mime_type=MARKDOWN
+        )
+        for uri, hit in first_hits.items()
+    ]
