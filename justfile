@@ -29,22 +29,30 @@ test *ARGS: setup
 demo: setup
     {{bin}}/python -m docdex.demo
 
-# Benchmarks on ../shared/corpora (`just bench quick` for the short set).
+# Benchmarks (docs/benchmarks.md): `just bench quick`, `just bench NAME`, `just bench tables`.
 bench *ARGS: setup
-    {{bin}}/python -m bench {{ARGS}}
+    {{bin}}/python -m bench.performance {{ARGS}}
 
-# The fault campaign (docs/reliability.md): `just chaos quick` (< 5 min), `just chaos crash`.
-chaos *ARGS: setup
+# The fault campaign (docs/reliability.md): `just faults quick` (< 5 min), `just faults crash`.
+faults *ARGS: setup
     {{bin}}/python -m bench.faults {{ARGS}}
 
-# Lint and format check, and the layer contracts.
-lint: setup layers
+# The ranking evaluation's scripts (bench/ranking): `just ranking check`, `just ranking sweep`.
+ranking *ARGS: setup
+    {{bin}}/python -m bench.ranking {{ARGS}}
+
+# Lint, format check, the layer contracts and the type check (.ci/run runs it too).
+lint: setup layers types
     {{bin}}/ruff check .
     {{bin}}/ruff format --check .
 
-# The import contracts between hooks, indexer, server, model and index-format (adr/0013).
+# The import contracts between the packages and inside each side (adr/0013, adr/0030).
 layers: setup
     {{bin}}/python tests/lint_imports.py
+
+# mypy over the whole package (pyproject.toml, [tool.mypy]).
+types: setup
+    {{bin}}/python tests/check_types.py
 
 # Format the code.
 fmt: setup

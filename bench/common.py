@@ -1,10 +1,9 @@
-"""What every benchmark shares: corpora, machine facts, timing and the results files."""
+"""What every benchmark shares: corpora, repositories, timing and keeping a run's results."""
 
 from __future__ import annotations
 
 import json
 import os
-import platform
 import resource
 import shutil
 import statistics
@@ -13,16 +12,14 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-import msgspec
-
 from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.index_format.store import load_current
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench import tables
+from bench.summary import CACHE, ROOT, Figure, record, summarise
+
 SHARED = ROOT.parent / "shared"
 EVAL = SHARED / "eval"
-RESULTS = ROOT / "bench" / "results"
-CACHE = Path(os.environ.get("DOCDEX_BENCH_CACHE", "/tmp/docdex-bench"))
 SEEDS = CACHE / "seeds"
 
 CORPORA = {  # name -> (bundle, branch)
@@ -30,6 +27,10 @@ CORPORA = {  # name -> (bundle, branch)
     "rustc": ("rustc-dev-guide-md.bundle", "md-linear"),
     "powershell": ("PowerShell-Docs-md.bundle", "md-linear"),
     "msmarco": ("msmarco-5k.bundle", "main"),
+    "vite": ("vite-docs.bundle", "main"),
+    "mkdocs": ("mkdocs-docs.bundle", "master"),
+    "rustbook": ("rust-book.bundle", "main"),
+    "hugo": ("hugo-docs.bundle", "master"),
 }
 
 
@@ -46,17 +47,6 @@ GIT_ENV = {  # commits made by the benchmarks, whatever the machine's git config
     "GIT_CONFIG_GLOBAL": os.devnull,
     "GIT_CONFIG_NOSYSTEM": "1",
 }
-
-
-class Figure(msgspec.Struct):
-    """One line of the printed table."""
-
-    bench: str
-    name: str
-    value: float
-    unit: str
-    target: str = ""  # e.g. "<= 1.15"
-    met: bool | None = None
 
 
 def git(*args: str, cwd: Path | None = None, input: str | None = None) -> str:
@@ -202,26 +192,12 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def machine() -> dict[str, object]:
-    return {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-        "commit": git("rev-parse", "--short", "HEAD", cwd=ROOT),
-        "dirty": bool(git("status", "--porcelain", cwd=ROOT)),
-    }
-
-
-def write_results(name: str, figures: list[Figure], details: dict[str, object]) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
-    payload = {
-        "bench": name,
-        "machine": machine(),
-        "figures": msgspec.to_builtins(figures),
-        "details": details,
-    }
-    path.write_text(json.dumps(payload, indent=2) + "\n")
+def write_results(name: str, figures: list[Figure], raw: object) -> Path:
+    """Keep a benchmark's run: its summary in bench/results/NAME.json, its table in
+    docs/benchmarks.md rewritten from it, and `raw` (timings, records) in the bench cache."""
+    path = record(summarise(name, figures), raw)
+    for problem in tables.update(tables.BENCHMARKS, [name]):
+        say(f"[bench] {problem}")
     return path
 
 

@@ -4,7 +4,9 @@ A temporary bare repository gets the repository's own markdown (README, docs/, F
 through a real `git push`; the installed post-receive hook queues it; `docdex serve` and its
 worker index it; one real MCP `search_docs` call shows the hits; it ends by printing the search
 page's URL. Then it serves until Ctrl-C (or exits at once with `--exit` / DOCDEX_DEMO_EXIT=1)
-and removes everything it made.
+and removes everything it made. An entry point: it reads the environment, and gives its git
+commands and its server the same one without DOCDEX_TOKEN (a loopback demo: no token) and
+with a neutral git identity.
 """
 
 from __future__ import annotations
@@ -19,14 +21,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
-from docdex.hooks.install import install_hook
+from docdex.errors import DocdexError
+from docdex.index_format.environment import read_environment
 from docdex.index_format.layout import DataDir
 from docdex.indexer.triggers.worker import worker_pid
 
-from .serverproc import ServeProcess, ServerFailed
+from .serverproc import ServeProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = "docdex-docs"
@@ -44,29 +48,30 @@ GIT_ENV = {
 }
 
 
-class DemoError(Exception):
-    pass
+class DemoError(DocdexError):
+    """A step of the demo failed (a git command, the indexing)."""
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """The demo, in the environment `environ` (default: this process's)."""
     parser = argparse.ArgumentParser(prog="python -m docdex.demo", description=__doc__)
     parser.add_argument("--exit", action="store_true", help="exit after the search")
     args = parser.parse_args(argv)
-    exit_after = args.exit or os.environ.get("DOCDEX_DEMO_EXIT", "") not in ("", "0")
-    os.environ.update(GIT_ENV)
-    os.environ.pop("DOCDEX_TOKEN", None)  # a loopback demo: no token
+    inherited = os.environ if environ is None else environ
+    demo_environ = {k: v for k, v in inherited.items() if k != "DOCDEX_TOKEN"} | GIT_ENV
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started ignoring it
     tmp = Path(tempfile.mkdtemp(prefix="docdex-demo-"))
     data = DataDir(tmp / "data")
     started: list[ServeProcess] = []
     try:
-        url = _run(tmp, data, started)
+        exit_after = args.exit or read_environment(demo_environ).demo_exit
+        url = _run(tmp, data, demo_environ, started)
         if not exit_after:
             say(f"serving {url}/ until Ctrl-C (server log: {tmp / 'serve.log'})")
             started[0].proc.wait()
         return 0
-    except (DemoError, ServerFailed) as exc:
+    except DocdexError as exc:
         print(f"docdex demo: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -77,18 +82,19 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _run(tmp: Path, data: DataDir, started: list[ServeProcess]) -> str:
+def _run(tmp: Path, data: DataDir, environ: Mapping[str, str], started: list[ServeProcess]) -> str:
     work, bare = tmp / "work", tmp / "docs.git"
-    count = _make_repo(work, bare)
+    git = Git(environ)
+    count = _make_repo(git, work, bare)
     say(f"made a bare repository with {count} markdown files that ship with docdex")
-    install_hook(data, bare, SOURCE)
+    _install_hook(environ, data, bare)
     say(f"installed the post-receive hook in {bare} (source {SOURCE})")
-    server = ServeProcess(data.root, tmp / "serve.log", worker=True)
+    server = ServeProcess(data.root, tmp / "serve.log", worker=True, environ=environ)
     started.append(server)
     say(f"starting `docdex serve` on {server.url} with its indexing worker…")
     server.wait_ready(READY_TIMEOUT_S)
     say("pushing…")
-    for line in _push(work):
+    for line in _push(git, work):
         say(f"  {line}")
     _wait_searchable(server)
     _search(server)
@@ -112,30 +118,47 @@ def shipped_docs() -> dict[str, bytes]:
     return files
 
 
-def _make_repo(work: Path, bare: Path) -> int:
+class Git:
+    """git commands in one environment (the push's hook and worker inherit it)."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.environ = dict(environ)
+
+    def __call__(self, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+        result = subprocess.run(
+            ["git", *args], cwd=cwd, env=self.environ, capture_output=True, text=True
+        )
+        if result.returncode != 0:
+            raise DemoError(f"git {' '.join(args[:2])} failed: {result.stderr.strip()}")
+        return result
+
+
+def _make_repo(git: Git, work: Path, bare: Path) -> int:
     files = shipped_docs()
-    _git(work.parent, "init", "-q", "--bare", "--initial-branch=main", str(bare))
-    _git(work.parent, "init", "-q", "--initial-branch=main", str(work))
+    git(work.parent, "init", "-q", "--bare", "--initial-branch=main", str(bare))
+    git(work.parent, "init", "-q", "--initial-branch=main", str(work))
     for name, content in files.items():
         target = work / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
-    _git(work, "add", "-A")
-    _git(work, "commit", "-q", "-m", "docs that ship with docdex")
-    _git(work, "remote", "add", "origin", str(bare))
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "docs that ship with docdex")
+    git(work, "remote", "add", "origin", str(bare))
     return len(files)
 
 
-def _push(work: Path) -> list[str]:
-    result = _git(work, "push", "origin", "main")
+def _install_hook(environ: Mapping[str, str], data: DataDir, bare: Path) -> None:
+    """`docdex hook install`, as a user runs it, with the demo's git settings."""
+    command = [sys.executable, "-m", "docdex.cli", "--data", str(data.root), "hook", "install"]
+    command += [str(bare), "--source", SOURCE]
+    done = subprocess.run(command, env=dict(environ), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise DemoError(f"docdex hook install failed: {done.stderr.strip()}")
+
+
+def _push(git: Git, work: Path) -> list[str]:
+    result = git(work, "push", "origin", "main")
     return [ln.strip() for ln in result.stderr.splitlines() if ln.startswith("remote: docdex")]
-
-
-def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise DemoError(f"git {' '.join(args[:2])} failed: {result.stderr.strip()}")
-    return result
 
 
 # --- the server ----------------------------------------------------------------------------

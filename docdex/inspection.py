@@ -3,10 +3,19 @@ source's state and pages, one document's chunks, each read from disk when asked 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 
+from docdex.errors import NotFound
 from docdex.index_format.layout import DataDir, IndexFormatError
-from docdex.index_format.records import FileProblem, Manifest, PageRecord, SourceState
+from docdex.index_format.records import (
+    ChunkRecord,
+    FileProblem,
+    Manifest,
+    PageRecord,
+    SourceState,
+)
 from docdex.index_format.store import (
     current_version,
     directory_bytes,
@@ -43,7 +52,7 @@ class DocInfo(msgspec.Struct):
     chunks: list[ChunkInfo]
 
 
-class SourceInfo(msgspec.Struct):
+class SourceDetails(msgspec.Struct):
     state: SourceState
     pages: list[str]
     problems: list[FileProblem]
@@ -84,15 +93,15 @@ def current_manifest(data: DataDir) -> Manifest:
     return load_manifest(data, version)
 
 
-def source(data: DataDir, name: str) -> SourceInfo:
+def source(data: DataDir, name: str) -> SourceDetails:
     """A source's state, page paths and file problems in the current version."""
     manifest = current_manifest(data)
     state = manifest.sources.get(name)
     if state is None:
         known = ", ".join(sorted(manifest.sources)) or "none"
-        raise IndexFormatError(f"source {name!r} is not in the index (indexed sources: {known})")
+        raise NotFound(f"source {name!r} is not in the index (indexed sources: {known})")
     pages = load_pages(data, state.pages_file)
-    return SourceInfo(state=state, pages=[p.path for p in pages], problems=state.problems)
+    return SourceDetails(state=state, pages=[p.path for p in pages], problems=state.problems)
 
 
 def document(data: DataDir, doc_id: str) -> DocInfo:
@@ -104,11 +113,11 @@ def document(data: DataDir, doc_id: str) -> DocInfo:
     if state is not None:
         page = next((p for p in load_pages(data, state.pages_file) if p.path == path), None)
     if page is None:
-        raise IndexFormatError(
+        raise NotFound(
             f"no document {doc_id!r} in version {manifest.version} "
             "(ids look like SOURCE:PATH, e.g. docs:guide/install.md)"
         )
-    segments: dict[str, list] = {}
+    segments: dict[str, Sequence[ChunkRecord]] = {}
     chunks = []
     for ref in page.chunks:
         if ref.segment not in segments:

@@ -1,6 +1,8 @@
 """A `docdex serve` in a child process, driven over HTTP and MCP.
 
 The demo, the benchmarks and the tests all start real servers; this is the one way they do.
+The server reads its own environment (it is an entry point): the caller's, unless it passes
+another, with DOCDEX_TOKEN only when the server has a token.
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from docdex.errors import DocdexError
 
-class ServerFailed(RuntimeError):
+
+class ServerFailed(DocdexError, RuntimeError):
     """The server exited or did not become ready; the message ends with its log's tail."""
 
 
@@ -44,8 +49,10 @@ class ServeProcess:
         port: int | None = None,
         extra_args: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
-        """`worker`: run the indexing worker beside it; `env`: extra environment variables."""
+        """`worker`: run the indexing worker beside it; `env`: extra environment variables;
+        `environ`: the environment to start from (None: this process's)."""
         self.data, self.log, self.host = Path(data), Path(log), host
         self.port = port or free_port()
         self.token = token
@@ -60,13 +67,17 @@ class ServeProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                env=self._environment(env),
+                env=self._environment(environ, env),
                 start_new_session=True,  # stop it and its worker as one group
             )
 
-    def _environment(self, extra: dict[str, str] | None) -> dict[str, str]:
-        """Ours, with `extra`, and DOCDEX_TOKEN only when this server has a token."""
-        environment = {k: v for k, v in os.environ.items() if k != "DOCDEX_TOKEN"}
+    def _environment(
+        self, environ: Mapping[str, str] | None, extra: dict[str, str] | None
+    ) -> dict[str, str]:
+        """`environ` (None: this process's, which the server inherits as a child would) with
+        `extra`, and DOCDEX_TOKEN only when this server has a token."""
+        inherited = os.environ if environ is None else environ
+        environment = {k: v for k, v in inherited.items() if k != "DOCDEX_TOKEN"}
         environment.update(extra or {})
         if self.token:
             environment["DOCDEX_TOKEN"] = self.token

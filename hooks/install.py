@@ -18,6 +18,7 @@ from pathlib import Path
 
 import msgspec
 
+from docdex.errors import DocdexError
 from docdex.index_format.config import (
     Config,
     ConfigError,
@@ -35,7 +36,7 @@ SIGNATURE = b"# docdex post-receive hook"
 WORKER_IDLE_EXIT_S = 30
 
 
-class HookError(Exception):
+class HookError(DocdexError):
     """The hook cannot be installed or removed as asked."""
 
 
@@ -142,13 +143,10 @@ def _pattern(source: SourceConfig, pattern: str) -> str:
 
 
 def _bare_repository(repo: str | os.PathLike[str]) -> Path:
-    from docdex.index_format.config import SourceError, source_kind
+    from docdex.index_format.config import source_kind
 
     path = Path(repo).expanduser().resolve()
-    try:
-        kind = source_kind(str(path))
-    except SourceError as exc:
-        raise HookError(str(exc)) from None
+    kind = source_kind(str(path))  # SourceError when it is no repository
     if kind != "bare":
         raise HookError(
             f"{path} is a work tree, not a bare repository: post-receive hooks run in the "
@@ -199,9 +197,8 @@ def _hooks_dir(bare: Path) -> Path:
 
 def _git_config(bare: Path, *scope: str) -> str:
     return subprocess.run(
-        ["git", "config", *scope, "--get", "core.hooksPath"],
+        ["git", "--git-dir", str(bare), "config", *scope, "--get", "core.hooksPath"],
         cwd=bare,
-        env={**os.environ, "GIT_DIR": str(bare)},
         capture_output=True,
         text=True,
         check=False,

@@ -1,4 +1,5 @@
-"""Configuration: the data directory and its docdex.toml (settings and sources)."""
+"""Configuration: a data directory's docdex.toml (settings and sources). Where the data
+directory is comes from the environment (environment.py) or the command line."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import msgspec
+
+from docdex.errors import DocdexError
 
 from .layout import DataDir, write_atomic
 from .records import CHUNKER_RULES, WINDOW_OVERLAP, WINDOW_TOKENS, ChunkerSettings
@@ -30,11 +33,11 @@ _CHUNKER = ChunkerSettings()  # the chunker's defaults are the format's
 MERGED_SEGMENTS = 8  # streamed segments' worth of chunks in one merged segment, by default
 
 
-class ConfigError(Exception):
+class ConfigError(DocdexError):
     """The configuration, or a change asked of it, is not valid."""
 
 
-class SourceError(Exception):
+class SourceError(DocdexError):
     """A source cannot be read: its location is no repository, a branch name is not valid, a
     commit is missing, a fetch failed..."""
 
@@ -119,13 +122,6 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         if not self.sources:
             return "no sources are configured (add one with `docdex source add NAME LOCATION`)"
         return "configured sources: " + ", ".join(s.name for s in self.sources)
-
-
-def default_data_dir() -> Path:
-    if env := os.environ.get("DOCDEX_DATA"):
-        return Path(env)
-    xdg = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
-    return Path(xdg) / "docdex"
 
 
 def load_config(data: DataDir) -> Config:

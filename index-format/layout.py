@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from docdex.errors import DocdexError
+
 from .records import FORMAT_MAJOR
 
 MARKER = "DOCDEX"
@@ -17,7 +19,7 @@ def version_name(version: int) -> str:
     return f"{version:0{VERSION_DIGITS}d}"
 
 
-class IndexFormatError(Exception):
+class IndexFormatError(DocdexError):
     """The data directory or a version in it cannot be read as a docdex index."""
 
 

@@ -12,9 +12,16 @@ from typing import Protocol
 
 
 class LineSpan(Protocol):
-    text: str
-    start_line: int
-    end_line: int
+    """A chunk as reassembly reads it (a ChunkRecord, or the chunker's own)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def start_line(self) -> int: ...
+
+    @property
+    def end_line(self) -> int: ...
 
 
 def reassemble(chunks: Sequence[LineSpan]) -> str:

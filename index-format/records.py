@@ -6,6 +6,8 @@ boundary; the rest of the code passes them around.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 
 FORMAT_MAJOR = 1
@@ -125,7 +127,7 @@ class PageInfo(msgspec.Struct, frozen=True, gc=False):
     blob: str  # git blob sha of the indexed content (computed for a working-tree file)
     title: str
     description: str
-    tags: list[str]
+    tags: Sequence[str]  # a list, or a tuple in a ServedPage
     created: str  # ISO 8601 UTC; first commit that added the path (carried across renames)
     modified: str  # ISO 8601 UTC; last commit that changed it (mtime of an uncommitted edit)
     commit: str  # the commit of `modified` ("" for an uncommitted working-tree edit)

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TypeVar, overload
+from typing import Any, TypeVar, overload
 
 import msgspec
 import numpy as np
@@ -44,8 +44,10 @@ P = TypeVar("P", bound=PageInfo)
 _manifest_decoder = msgspec.json.Decoder(Manifest)
 _chunk_decoder = msgspec.msgpack.Decoder(ChunkRecord)
 _raw_list_decoder = msgspec.msgpack.Decoder(list[msgspec.Raw])
-_pages_decoders = {
-    t: msgspec.msgpack.Decoder(list[t]) for t in (PageRecord, ServedPage, StoredPage)
+_pages_decoders: dict[type[PageInfo], msgspec.msgpack.Decoder[list[Any]]] = {
+    PageRecord: msgspec.msgpack.Decoder(list[PageRecord]),
+    ServedPage: msgspec.msgpack.Decoder(list[ServedPage]),
+    StoredPage: msgspec.msgpack.Decoder(list[StoredPage]),
 }
 _served_page = msgspec.msgpack.Decoder(ServedPage)
 _encoder = msgspec.msgpack.Encoder()
@@ -314,7 +316,13 @@ def directory_bytes(path: Path) -> int:
 # --- page tables ---------------------------------------------------------------------------
 
 
-def load_pages(data: DataDir, name: str, as_type: type[P] = PageRecord) -> list[P]:
+@overload
+def load_pages(data: DataDir, name: str) -> list[PageRecord]: ...
+@overload
+def load_pages(data: DataDir, name: str, as_type: type[P]) -> list[P]: ...
+def load_pages(
+    data: DataDir, name: str, as_type: type[PageInfo] = PageRecord
+) -> Sequence[PageInfo]:
     """The page table `name`, as PageRecords, StoredPages (an incremental run) or
     ServedPages (readers)."""
     if not name:

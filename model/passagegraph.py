@@ -115,7 +115,9 @@ def _fold_weights(model: ModelProto) -> dict[str, Int8Weight]:
     for cast in model.graph.node:
         weight = graph.arrays.get(cast.input[0]) if cast.op_type == "Cast" else None
         mul = graph.only_user(cast.output[0], "Mul") if weight is not None else None
-        scale = graph.constant(mul) if mul is not None and weight.dtype == np.int8 else None
+        if weight is None or mul is None or weight.dtype != np.int8:
+            continue
+        scale = graph.constant(mul)
         if scale is None:
             continue
         scales = graph.arrays[scale]
@@ -130,11 +132,15 @@ def _fold_weights(model: ModelProto) -> dict[str, Int8Weight]:
     return int8
 
 
-def _projection(graph: _Graph, add: NodeProto) -> tuple[str, str, str] | None:
+def _projection(graph: _Graph, add: NodeProto | None) -> tuple[str, str, str] | None:
     """(input, weight, bias) of `add` = MatMul(input, weight) + bias, else None."""
+    if add is None:
+        return None
     bias = graph.constant(add)
     inner = next((n for n in add.input if n != bias), None)
-    matmul = graph.made_by(inner, "MatMul") if bias and inner else None
+    if not bias or not inner:
+        return None
+    matmul = graph.made_by(inner, "MatMul")
     if matmul is None or matmul.input[1] not in graph.arrays:
         return None
     return matmul.input[0], matmul.input[1], bias
@@ -145,19 +151,20 @@ def _fuse_attention(model: ModelProto, int8: dict[str, Int8Weight]) -> int:
     from onnx import TensorProto, helper, numpy_helper
 
     graph = _Graph(model)
-    by_bias = {}
+    by_bias: dict[str, NodeProto] = {}
     for node in model.graph.node:
-        bias = graph.constant(node) if node.op_type == "Add" else None
-        if bias is not None:
-            by_bias[bias] = node
+        constant = graph.constant(node) if node.op_type == "Add" else None
+        if constant is not None:
+            by_bias[constant] = node
     replaced: dict[str, NodeProto] = {}  # output name -> the Attention that now makes it
     for bias_name, out_add in by_bias.items():
         if not bias_name.endswith("attention.output.dense.bias"):
             continue
         prefix = bias_name.removesuffix("output.dense.bias")
-        parts = [_projection(graph, by_bias.get(f"{prefix}self.{p}.bias")) for p in _QKV]
+        found = [_projection(graph, by_bias.get(f"{prefix}self.{p}.bias")) for p in _QKV]
+        parts = [p for p in found if p is not None]
         out = _projection(graph, out_add)
-        if out is None or any(p is None for p in parts) or len({p[0] for p in parts}) != 1:
+        if out is None or len(parts) != len(_QKV) or len({p[0] for p in parts}) != 1:
             continue
         weight = np.concatenate([graph.arrays[p[1]] for p in parts], axis=1)
         bias = np.concatenate([graph.arrays[p[2]] for p in parts])
@@ -205,7 +212,7 @@ def _fuse_bias_gelu(model: ModelProto) -> int:
         half = graph.only_user(one.output[0], "Mul") if one is not None else None
         gelu = graph.only_user(half.output[0], "Mul") if half is not None else None
         bias = graph.constant(add) if add is not None else None
-        if gelu is None or bias is None or add.output[0] not in gelu.input:
+        if gelu is None or add is None or bias is None or add.output[0] not in gelu.input:
             continue
         inner = next(n for n in add.input if n != bias)
         replaced[gelu.output[0]] = helper.make_node(
@@ -313,13 +320,13 @@ def _int8_matmul(
 
     add = graph.only_user(matmul.output[0], "Add")
     bias = graph.constant(add) if add is not None else None
-    outputs = list(add.output if bias else matmul.output)
-    if bias:
-        dead.add(id(add))
+    taken = add if bias else None  # the bias Add it takes in
+    if taken is not None:
+        dead.add(id(taken))
     return helper.make_node(
         "DynamicQuantizeMatMul",
         [matmul.input[0], *q_inputs, *([bias] if bias else [])],
-        outputs,
+        list(taken.output if taken is not None else matmul.output),
         domain="com.microsoft",
     )
 

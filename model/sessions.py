@@ -24,11 +24,11 @@ def cached_session(
         except Exception:  # a damaged cache file: optimise the graph again
             cached.unlink(missing_ok=True)
     opts = session_options(threads, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
-    if cached is not None:
-        tmp = cached.with_name(f".tmp-{os.getpid()}-{cached.name}")
+    tmp = cached.with_name(f".tmp-{os.getpid()}-{cached.name}") if cached is not None else None
+    if tmp is not None:
         opts.optimized_model_filepath = str(tmp)
     session = ort.InferenceSession(graph(), opts, providers=["CPUExecutionProvider"])
-    if cached is not None and tmp.exists():
+    if cached is not None and tmp is not None and tmp.exists():
         os.replace(tmp, cached)
     return session
 

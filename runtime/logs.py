@@ -1,66 +1,77 @@
 """Logging for every docdex process: readable text on a terminal, JSON lines for machines.
 
 `configure_logging` installs one stderr handler on the root logger (again and again is
-fine: it replaces its own). `log_event` logs an event name plus fields; the text format
-shows them as `event key=value ...`, the JSON format as one object per line:
+fine: it replaces its own); each entry point calls it once, with the settings its flags and
+environment chose. `log_event` logs an event name plus fields; the text format shows them
+as `event key=value ...`, the JSON format as one object per line:
 
     {"ts": "2025-01-01T12:00:00.123Z", "level": "info", "logger": "docdex.pipeline",
      "event": "indexed", "source": "docs", "version": 7, ...}
 
 Plain log calls (`log.info("...")`) come out with event "message" and the text as "msg".
-The chosen format and level are exported as DOCDEX_LOG_FORMAT / DOCDEX_LOG_LEVEL so child
-processes (index cycles run by the worker) log the same way.
+A process that starts another docdex process (the server its worker, the worker an index
+cycle) passes its `LogSettings` on the child's command line (`LogSettings.flags`), so that
+the child logs the same way.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import time
 from typing import Any
 
 import msgspec
 
+from docdex.errors import DocdexError
+
 FORMATS = ("text", "json")
-FORMAT_ENV = "DOCDEX_LOG_FORMAT"
-LEVEL_ENV = "DOCDEX_LOG_LEVEL"
 QUIET_LOGGERS = ("mcp", "httpx", "httpx2", "uvicorn.access", "watchfiles")
 
 
-class LoggingError(ValueError):
+class LoggingError(DocdexError, ValueError):
     """A log format or level that does not exist."""
 
 
-def configure_logging(
-    format: str | None = None, level: str | int | None = None, default_level: str = "INFO"
-) -> None:
-    """Send docdex's logs to stderr in `format` ("text" or "json") at `level`.
+class LogSettings(msgspec.Struct, frozen=True):
+    """How a process logs: a format of FORMATS and a level's name."""
 
-    None means the environment's DOCDEX_LOG_FORMAT / DOCDEX_LOG_LEVEL, else text and
-    `default_level`. The format, and the level when given here, are exported to child
-    processes through the environment.
-    """
-    fmt = (format or os.environ.get(FORMAT_ENV) or "text").lower()
-    if fmt not in FORMATS:
-        raise LoggingError(f"unknown log format {fmt!r}; use one of: {', '.join(FORMATS)}")
-    lvl = _level(level if level is not None else os.environ.get(LEVEL_ENV) or default_level)
+    format: str = "text"
+    level: str = "INFO"
+
+    def flags(self) -> list[str]:
+        """The same settings as command-line flags, for a child docdex process."""
+        return ["--log-format", self.format, "--log-level", self.level]
+
+
+DEFAULT_LOGS = LogSettings()
+
+
+def configure_logging(settings: LogSettings) -> None:
+    """Send docdex's logs to stderr in `settings.format` at `settings.level`. Raises
+    LoggingError for a format or level that does not exist."""
+    if settings.format not in FORMATS:
+        raise LoggingError(
+            f"unknown log format {settings.format!r}; use one of: {', '.join(FORMATS)}"
+        )
+    level = level_number(settings.level)
     root = logging.getLogger()
     for handler in [h for h in root.handlers if isinstance(h, _StderrHandler)]:
         root.removeHandler(handler)
     handler = _StderrHandler()
-    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    handler.setFormatter(JsonFormatter() if settings.format == "json" else TextFormatter())
     root.addHandler(handler)
-    root.setLevel(lvl)
+    root.setLevel(level)
     for name in QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(max(lvl, logging.WARNING))
-    os.environ[FORMAT_ENV] = fmt
-    if level is not None:
-        os.environ[LEVEL_ENV] = logging.getLevelName(lvl)
+        logging.getLogger(name).setLevel(max(level, logging.WARNING))
 
 
-def is_configured() -> bool:
-    return any(isinstance(h, _StderrHandler) for h in logging.getLogger().handlers)
+def level_number(name: str) -> int:
+    """The number of the level called `name` (any case). Raises LoggingError for none."""
+    value = logging.getLevelName(name.strip().upper())
+    if not isinstance(value, int):
+        raise LoggingError(f"unknown log level {name!r}; use DEBUG, INFO, WARNING or ERROR")
+    return value
 
 
 def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **fields: Any) -> None:
@@ -69,24 +80,13 @@ def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **f
         logger.log(level, event, extra={"event": event, "fields": fields})
 
 
-def _level(level: str | int) -> int:
-    if isinstance(level, int):
-        return level
-    value = logging.getLevelName(level.strip().upper())
-    if not isinstance(value, int):
-        raise LoggingError(f"unknown log level {level!r}; use DEBUG, INFO, WARNING or ERROR")
-    return value
-
-
 class _StderrHandler(logging.StreamHandler):
     """Writes to whatever sys.stderr is at the time (pytest and friends replace it)."""
-
-    _docdex = True  # older setup code looks for this mark before adding a handler
 
     def __init__(self) -> None:
         super().__init__(sys.stderr)
 
-    @property  # type: ignore[override]
+    @property
     def stream(self):
         return sys.stderr
 

@@ -1,7 +1,7 @@
-"""What `docdex serve` does before it listens: logging, the model, the first version, each
-step timed in a `[boot +N ms]` line.
+"""What `docdex serve` does before it listens: the model, the first version, each step
+timed in a `[boot +N ms]` line (the command has set up logging).
 
-Every version the server takes is opened and warmed by `load_snapshot` before it is served,
+Every version the server takes is opened and warmed by `engine_loader` before it is served,
 so the first real query after a start or a swap pays no one-off costs.
 """
 
@@ -17,10 +17,8 @@ from typing import TYPE_CHECKING
 
 from docdex.index_format.config import load_config
 from docdex.index_format.layout import DataDir, IndexFormatError
-from docdex.runtime.logs import configure_logging, is_configured
 from docdex.server.answers.docs import Docs
-from docdex.server.engine.loaded import Snapshot
-from docdex.server.engine.search import identifier_vocabulary, search, searched_exactly
+from docdex.server.engine import DEFAULT_SETTINGS, Engine, EngineSettings
 
 from .query_model import start_loading
 from .versions import VersionHolder
@@ -29,8 +27,6 @@ if TYPE_CHECKING:
     from docdex.model.embedder import Embedder
 
 log = logging.getLogger("docdex.server")
-
-WARMUP_QUERY = "docdex warm-up query"
 
 
 class Boot:
@@ -58,12 +54,6 @@ def _process_start() -> float | None:
     return time.monotonic() - max(age, 0.0)
 
 
-def setup_logging() -> None:
-    """docdex.runtime.logs' configuration (text or JSON lines); the CLI has usually set it up."""
-    if not is_configured():
-        configure_logging()
-
-
 def open_docs(data: DataDir, boot: Boot, model: Future[Embedder] | None = None) -> Docs:
     """The model and the version CURRENT names (when there is one), ready to answer.
     `model`: the model already loading (model.start_loading), else it starts loading here.
@@ -73,7 +63,7 @@ def open_docs(data: DataDir, boot: Boot, model: Future[Embedder] | None = None) 
     model = model or start_loading(data)
     loaded: list[float] = []  # when the model was ready, noted by its own thread
     model.add_done_callback(lambda _: loaded.append(time.monotonic()))
-    holder = VersionHolder(data, load_snapshot(data, model, reranker))
+    holder = VersionHolder(data, engine_loader(data, model, EngineSettings(reranker=reranker)))
     holder.refresh()
     embedder = model.result()
     boot.mark(f"model loaded: {embedder.info.id} ({embedder.info.dim} dims)", *loaded[:1])
@@ -83,45 +73,28 @@ def open_docs(data: DataDir, boot: Boot, model: Future[Embedder] | None = None) 
     return Docs(data, embedder, holder, started=boot.t0, reranker=reranker)
 
 
-def load_snapshot(
-    data: DataDir, model: Embedder | Future[Embedder], reranker: str = "default"
-) -> Callable[[int], Snapshot]:
+def engine_loader(
+    data: DataDir,
+    model: Embedder | Future[Embedder],
+    settings: EngineSettings = DEFAULT_SETTINGS,
+) -> Callable[[int], Engine]:
     """The holder's loader: open a version, refuse what this server cannot serve, warm it.
-    `model` may still be loading: a version is opened before it is needed."""
+    `model` may still be loading: a version is opened before it is needed. Each version
+    shares what did not change with the one before it while that one is open (adr/0028)."""
 
     cold = True  # nothing loaded yet: the first answer waits for this load
-    last: weakref.ref[Snapshot] | None = None  # the version before, while it is open
+    last: weakref.ref[Engine] | None = None  # the version before, while it is open
 
-    def load(version: int) -> Snapshot:
+    def load(version: int) -> Engine:
         nonlocal cold, last
-        snapshot = Snapshot.load(data, version, before=last() if last is not None else None)
+        before = last() if last is not None else None
+        engine = Engine.open(data, model, version, settings, before=before)
         try:
-            embedder = model.result() if isinstance(model, Future) else model
-            snapshot.check_embedder(embedder)
-        except BaseException:
-            snapshot.close()
-            raise
-        try:
-            _warm(snapshot, embedder, reranker, vocabulary=not cold)
+            engine.warm(vocabulary=not cold)
         except Exception as exc:
-            snapshot.close()
+            engine.close()
             raise IndexFormatError(f"version {version} failed its warm-up search: {exc}") from exc
-        cold, last = False, weakref.ref(snapshot)
-        return snapshot
+        cold, last = False, weakref.ref(engine)
+        return engine
 
     return load
-
-
-def _warm(snapshot: Snapshot, embedder: Embedder, reranker: str, vocabulary: bool) -> None:
-    """Read or open now every segment file a search uses (a later GC may delete them; what
-    is read or open survives) and run one search, so the first real query pays no one-off
-    costs. `vocabulary`: also list the identifier terms literal queries scan (76 ms on
-    PowerShell-Docs), which a cold start leaves to the first literal query so as to answer
-    sooner."""
-    for seg in snapshot.segments:
-        _ = seg.vectors32 if searched_exactly(seg) else (seg.graph, seg.segment.vector_rows)
-        _ = seg.window_starts
-    if snapshot.manifest.chunks:
-        search(snapshot, embedder, WARMUP_QUERY, 1, reranker=reranker)
-    if vocabulary:
-        identifier_vocabulary(snapshot)

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter number
 SERVER_ARENAS = 2
 
 
-def limit_malloc_arenas(arenas: int = SERVER_ARENAS) -> bool:
-    """Cap glibc's malloc arenas; call before starting threads. False where there is no
-    glibc (or MALLOC_ARENA_MAX in the environment already decided it)."""
-    if os.environ.get("MALLOC_ARENA_MAX"):
+def limit_malloc_arenas(arenas: int = SERVER_ARENAS, preset: str = "") -> bool:
+    """Cap glibc's malloc arenas; call before starting threads. `preset`: MALLOC_ARENA_MAX
+    as the environment sets it, which glibc has read already and which wins. False where
+    there is no glibc, or `preset` decided."""
+    if preset:
         return False
     name = ctypes.util.find_library("c")
     try:

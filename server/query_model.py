@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from docdex.model.embedder import Embedder
 
 
-def load_embedder(data: DataDir) -> Embedder:
+def load_query_model(data: DataDir) -> Embedder:
+    """The model's query graph, with the `threads` setting (else two threads at most)."""
     from docdex.model.embedder import Embedder
 
     try:
@@ -29,12 +30,12 @@ def load_embedder(data: DataDir) -> Embedder:
 
 
 def start_loading(data: DataDir) -> Future[Embedder]:
-    """`load_embedder(data)` in a thread of its own; `.result()` waits for it (or raises)."""
+    """`load_query_model(data)` in a thread of its own; `.result()` waits for it (or raises)."""
     future: Future[Embedder] = Future()
 
     def load() -> None:
         try:
-            future.set_result(load_embedder(data))
+            future.set_result(load_query_model(data))
         except BaseException as exc:  # ModelMissing and the like: re-raised by .result()
             future.set_exception(exc)
 

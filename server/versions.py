@@ -21,10 +21,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 import msgspec
 
+from docdex.errors import DocdexError
 from docdex.index_format.layout import DamagedIndex, DataDir, IndexFormatError
 from docdex.index_format.store import current_version, list_versions, load_manifest
 from docdex.index_format.times import iso_utc
@@ -48,7 +49,7 @@ START_HASH_BYTES = 64 << 10
 
 
 class Servable(Protocol):
-    """What the holder needs of a loaded version (a `Snapshot`)."""
+    """What the holder needs of a loaded version (the server's is an `Engine`)."""
 
     @property
     def version(self) -> int: ...
@@ -56,10 +57,10 @@ class Servable(Protocol):
     def close(self) -> None: ...
 
 
-Loader = Callable[[int], Servable]
+S = TypeVar("S", bound=Servable)
 
 
-class NoVersion(Exception):
+class NoVersion(DocdexError):
     """No version can be served (nothing published yet, or nothing loadable)."""
 
 
@@ -91,12 +92,12 @@ class VersionStats(msgspec.Struct, frozen=True):
     error: str | None  # why nothing is served (when serving is None)
 
 
-class _Entry:
+class _Entry(Generic[S]):
     """One loaded version and the number of searches holding it."""
 
     __slots__ = ("snapshot", "leases", "retired", "since", "load_ms")
 
-    def __init__(self, snapshot: Servable, load_ms: float) -> None:
+    def __init__(self, snapshot: S, load_ms: float) -> None:
         self.snapshot = snapshot
         self.leases = 0
         self.retired = False
@@ -104,16 +105,18 @@ class _Entry:
         self.load_ms = load_ms
 
 
-class VersionHolder:
+class VersionHolder(Generic[S]):
     """The served version, swapped atomically; old versions close when no search holds them."""
 
-    def __init__(self, data: DataDir, load: Loader, poll_interval: float = POLL_INTERVAL_S):
+    def __init__(
+        self, data: DataDir, load: Callable[[int], S], poll_interval: float = POLL_INTERVAL_S
+    ):
         self.data = data
         self._load = load
         self._poll_interval = poll_interval
         self._lock = threading.Lock()
-        self._entry: _Entry | None = None
-        self._held_old: list[_Entry] = []
+        self._entry: _Entry[S] | None = None
+        self._held_old: list[_Entry[S]] = []
         self._swaps = 0
         self._closed = 0
         self._refused: Refusal | None = None
@@ -127,7 +130,7 @@ class VersionHolder:
     # --- reading ---------------------------------------------------------------------------
 
     @contextmanager
-    def acquire(self) -> Iterator[Servable]:
+    def acquire(self) -> Iterator[S]:
         """Lease the current version for the duration of the `with` block."""
         with self._lock:
             entry = self._entry
@@ -139,7 +142,7 @@ class VersionHolder:
         finally:
             self._release(entry)
 
-    def _release(self, entry: _Entry) -> None:
+    def _release(self, entry: _Entry[S]) -> None:
         with self._lock:
             entry.leases -= 1
             done = entry.retired and entry.leases == 0
@@ -169,9 +172,9 @@ class VersionHolder:
 
     # --- changing --------------------------------------------------------------------------
 
-    def swap(self, snapshot: Servable, load_ms: float = 0.0) -> None:
+    def swap(self, snapshot: S, load_ms: float = 0.0) -> None:
         """Serve `snapshot` from now on; the old version closes once no search holds it."""
-        new = _Entry(snapshot, load_ms)
+        new: _Entry[S] = _Entry(snapshot, load_ms)
         with self._lock:
             old, self._entry = self._entry, new
             self._swaps += 1
@@ -179,10 +182,10 @@ class VersionHolder:
             close_now = old is not None and self._retire(old)
         previous = f" (was {old.snapshot.version})" if old else ""
         log.info("serving version %d%s, loaded in %.0f ms", snapshot.version, previous, load_ms)
-        if close_now:
+        if close_now and old is not None:
             self._close(old, "no search holds it")
 
-    def _retire(self, entry: _Entry) -> bool:
+    def _retire(self, entry: _Entry[S]) -> bool:
         """Under the lock: `entry` is served no more; True when no search holds it, so the
         caller closes it now, else the last search to release it does."""
         entry.retired = True
@@ -261,7 +264,7 @@ class VersionHolder:
             damaged, self._entry = self._entry, None
             self._error = self._refused.error if self._refused else "damaged"
             close_now = damaged is not None and self._retire(damaged)
-        if close_now:
+        if close_now and damaged is not None:
             self._close(damaged, "its files are damaged")
         self._fall_back(below=version)
 
@@ -328,7 +331,7 @@ class VersionHolder:
             )
         return f"{self.data.root} has no published version yet; run `docdex index`"
 
-    def _close(self, entry: _Entry, why: str) -> None:
+    def _close(self, entry: _Entry[S], why: str) -> None:
         entry.snapshot.close()
         with self._lock:
             self._closed += 1

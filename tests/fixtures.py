@@ -17,6 +17,7 @@ from pathlib import Path
 from docdex.index_format.config import Config, Settings, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
 from docdex.indexer.build.run import index_sources
+from docdex.server.engine import Engine, EngineSettings, Scope, SearchResult
 from docdex.serverproc import ServeProcess
 
 from gitrepo import Workspace
@@ -116,6 +117,18 @@ def open_workspace_docs(root: Path, ws: Workspace, embedder, **settings):
     model: Future = Future()
     model.set_result(embedder)
     return open_docs(data, Boot(), model)
+
+
+def search_index(
+    data: DataDir, embedder, query: str, num_results: int = 10, source: str = "", **settings
+) -> SearchResult:
+    """One search of the version CURRENT names in `data`, by an engine opened for it with
+    `settings`; `source`: one manifest entry (every entry when empty)."""
+    engine = Engine.open(data, embedder, settings=EngineSettings(**settings))
+    try:
+        return engine.search(query, num_results, Scope(frozenset([source] if source else [])))
+    finally:
+        engine.close()
 
 
 def wait_for(predicate, timeout: float = 20, what: str = "condition", poll: float = 0.1):

@@ -1,5 +1,7 @@
-"""Check the import contracts of pyproject.toml ([tool.importlinter]) with import-linter, and
-that no module imports another module's private (underscore) names.
+"""Check the import contracts of pyproject.toml ([tool.importlinter]) with import-linter,
+that no module imports another module's private (underscore) names, and that the packages
+with a public face (ENCAPSULATED) are used through it: outside such a package, its modules
+are never imported, only the names the package itself exports.
 
 `python tests/lint_imports.py` (run by `just lint` and `.ci/run`); tests/test_layers.py runs
 it too, and shows that a forbidden import breaks it. The package's directories sit side by
@@ -20,6 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "docdex"
+ENCAPSULATED = ("docdex.server.engine",)
 
 
 def package_dirs(root: Path = ROOT) -> dict[str, Path]:
@@ -71,6 +74,50 @@ def private_imports(tree: Path) -> list[str]:
     return found
 
 
+def reached_inside(tree: Path, others: tuple[Path, ...] = ()) -> list[str]:
+    """`from docdex.server.engine.loaded import ...` and the like outside the package, in the
+    tree and in the other directories given (the benches)."""
+    found = []
+    for root in (tree, *others):
+        for path in sorted(root.rglob("*.py")):
+            module = _module_name(path, root) if root == tree else ""
+            for target in _imported_modules(path, module, tree):
+                for package in ENCAPSULATED:
+                    inside = module == package or module.startswith(package + ".")
+                    if target.startswith(package + ".") and not inside:
+                        found.append(f"{path.relative_to(root)}: imports {target}")
+    return found
+
+
+def _module_name(path: Path, tree: Path) -> str:
+    parts = path.relative_to(tree).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported_modules(path: Path, module: str, tree: Path) -> list[str]:
+    """The modules `path` imports, absolute (relative imports resolved), a submodule named
+    in `from package import submodule` included."""
+    out = []
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                source = node.module or ""
+            out.append(source)
+            out += [f"{source}.{a.name}" for a in node.names if _is_module(tree, source, a.name)]
+        elif isinstance(node, ast.Import):
+            out += [alias.name for alias in node.names]
+    return out
+
+
+def _is_module(tree: Path, package: str, name: str) -> bool:
+    place = tree.joinpath(*package.split("."), name)
+    return place.with_suffix(".py").is_file() or (place / "__init__.py").is_file()
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="docdex-layers-") as tmp:
         tree = build_tree(Path(tmp))
@@ -78,9 +125,12 @@ def main() -> int:
         print(done.stdout, end="")
         print(done.stderr, end="", file=sys.stderr)
         private = private_imports(tree)
+        inside = reached_inside(tree, (ROOT / "bench",))
     for line in private:
         print(f"private import: {line}", file=sys.stderr)
-    return done.returncode or (1 if private else 0)
+    for line in inside:
+        print(f"reaches inside {', '.join(ENCAPSULATED)}: {line}", file=sys.stderr)
+    return done.returncode or (1 if private or inside else 0)
 
 
 if __name__ == "__main__":

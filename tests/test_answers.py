@@ -19,7 +19,7 @@ from docdex.server.answers.budget import ANSWER_CAP_CHARS, answer_chars, within_
 from docdex.server.answers.pages import page_text
 from docdex.server.answers.paging import Lines
 from docdex.server.answers.shapes import PageList, PageSummary
-from docdex.server.engine.hits import RESOURCE_TEMPLATE, resource_uri
+from docdex.server.engine import RESOURCE_TEMPLATE, resource_uri
 from docdex.server.mcp.tools import build_mcp
 
 from fixtures import FAQ, open_indexed_docs

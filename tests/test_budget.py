@@ -16,7 +16,7 @@ from docdex.server.answers.budget import (
     cut,
     within_budget,
 )
-from docdex.server.engine.hits import Hit, SearchResult
+from docdex.server.engine import Hit, SearchResult
 from docdex.server.mcp.tools import build_mcp
 
 from fixtures import FAQ, open_indexed_docs

@@ -12,9 +12,9 @@ from mcp import Client
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from docdex.errors import InvalidArgument
+from docdex.errors import InvalidArgument, NotFound
 from docdex.server.answers import validation
-from docdex.server.engine.hits import resource_uri
+from docdex.server.engine import resource_uri
 from docdex.server.http.routes import http_routes
 from docdex.server.mcp.tools import build_mcp
 
@@ -101,6 +101,26 @@ def test_the_page_route_accepts_every_id_handed_out(docs):
         assert json.loads(reply.text)["page"]["path"] == path
 
 
+def test_a_page_the_version_does_not_hold_is_not_found(docs):
+    """A well-formed id of nothing in the served version is a 404 (an id that cannot be one
+    stays a 400), and over MCP a tool error naming the id and where valid ids come from."""
+    client = TestClient(Starlette(routes=http_routes(docs, token_required=False)))
+    missing = client.get("/api/page", params={"doc_id": "docs:missing.md"})
+    assert missing.status_code == 404, missing.text
+    assert "no document 'docs:missing.md' in index version" in missing.json()["error"]
+    assert client.get("/api/page", params={"doc_id": "elsewhere:a.md"}).status_code == 404
+    assert client.get("/api/page", params={"doc_id": "docs:../a.md"}).status_code == 400
+
+    async def go():
+        async with Client(build_mcp(docs)) as mcp:
+            return await mcp.call_tool("get_document", {"doc_id": "docs:missing.md#chunk3"})
+
+    result = asyncio.run(go())
+    text = result.content[0].text
+    assert result.is_error and "no document 'docs:missing.md#chunk3'" in text
+    assert "use a doc_id or chunk_id returned by search_docs or query_docs" in text
+
+
 def test_obviously_bad_ids_are_still_refused_with_a_sentence(docs):
     for bad, says in [
         ("", "doc_id is empty"),
@@ -112,11 +132,11 @@ def test_obviously_bad_ids_are_still_refused_with_a_sentence(docs):
     ]:
         with pytest.raises(InvalidArgument, match=says):
             docs.get_document(bad)
-    with pytest.raises(InvalidArgument, match="no document"):
+    with pytest.raises(NotFound, match="no document"):  # well formed, but not indexed
         docs.get_document("docs:missing\tfile.md")
-    with pytest.raises(InvalidArgument, match="unknown source"):
+    with pytest.raises(NotFound, match="unknown source"):
         docs.get_document("other:notes/back\\slash.md")
-    with pytest.raises(InvalidArgument) as caught:  # a long unknown id is not echoed whole
+    with pytest.raises(NotFound) as caught:  # a long unknown id is not echoed whole
         docs.get_document("docs:" + "x/" * 4_000 + "y.md")
     assert len(str(caught.value)) < 1_000
     validation.check_doc_id(f"docs:{DEEP}#chunk0")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import sys
 
@@ -212,7 +211,7 @@ def test_batches_respect_budget_and_padding() -> None:
 def test_optimised_graph_is_cached_per_machine_and_a_damaged_cache_is_replaced(
     tmp_path, monkeypatch
 ):
-    monkeypatch.setenv("DOCDEX_CACHE", str(tmp_path))
+    monkeypatch.setattr(files, "_cache_root", tmp_path)  # as use_cache(tmp_path)
     first = Embedder.load(threads=1)
     [cached] = list((tmp_path / "onnx").glob("minilm-*.onnx"))
     reference = first.embed_query("rotate the signing key")
@@ -225,7 +224,7 @@ def test_optimised_graph_is_cached_per_machine_and_a_damaged_cache_is_replaced(
 
 
 def test_the_weights_digest_is_remembered_but_a_wrong_memo_is_not_trusted(tmp_path, monkeypatch):
-    monkeypatch.setenv("DOCDEX_CACHE", str(tmp_path))
+    monkeypatch.setattr(files, "_cache_root", tmp_path)  # as use_cache(tmp_path)
     monkeypatch.setattr(files, "_sha_cache", {})  # this process's own memory of digests
     path, _model_id, sha = files.verified_weights()
     [memo] = list((tmp_path / "sha256").iterdir())
@@ -244,7 +243,7 @@ QUERY_TEXTS = [
 
 
 def test_the_query_graph_keeps_weights_int8_and_agrees_with_float32(emb, tmp_path, monkeypatch):
-    monkeypatch.setenv("DOCDEX_CACHE", str(tmp_path))
+    monkeypatch.setattr(files, "_cache_root", tmp_path)  # as use_cache(tmp_path)
     queries = Embedder.load(threads=2, for_queries=True)
     assert (queries.graph, emb.graph) == ("int8", "passage")
     assert queries.info == emb.info  # the same model: an index serves both
@@ -258,18 +257,19 @@ def test_the_query_graph_keeps_weights_int8_and_agrees_with_float32(emb, tmp_pat
 
 def test_the_query_graph_is_built_in_a_child_so_onnx_stays_out_of_the_server(tmp_path):
     script = (
-        "import sys; from docdex.model.embedder import Embedder; "
+        "import sys, pathlib; from docdex.model import files; from docdex.model.embedder "
+        "import Embedder; files.use_cache(pathlib.Path(sys.argv[1])); "
         "e = Embedder.load(threads=1, for_queries=True); print(e.graph, 'onnx' in sys.modules)"
     )
-    env = {**os.environ, "DOCDEX_CACHE": str(tmp_path)}
     for _ in range(2):  # built by a child, then read from the cache
-        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True)
+        command = [sys.executable, "-c", script, str(tmp_path)]
+        done = subprocess.run(command, capture_output=True)
         assert done.stdout.decode().split() == ["int8", "False"], done.stderr.decode()
     assert len(list((tmp_path / "onnx").glob("minilm-int8-*.onnx"))) == 1
 
 
 def test_a_damaged_query_graph_is_rebuilt(emb, tmp_path, monkeypatch):
-    monkeypatch.setenv("DOCDEX_CACHE", str(tmp_path))
+    monkeypatch.setattr(files, "_cache_root", tmp_path)  # as use_cache(tmp_path)
     Embedder.load(threads=1, for_queries=True)
     [cached] = list((tmp_path / "onnx").glob("minilm-int8-*.onnx"))
     cached.write_bytes(b"not an onnx model")
@@ -282,7 +282,7 @@ def test_a_damaged_query_graph_is_rebuilt(emb, tmp_path, monkeypatch):
 def hide_onnx(tmp_path, monkeypatch) -> None:
     """As if the onnx package were missing, for a child and for this process; the cache
     folder is a new one under `tmp_path`, so nothing is found built."""
-    monkeypatch.setenv("DOCDEX_CACHE", str(tmp_path))
+    monkeypatch.setattr(files, "_cache_root", tmp_path)  # as use_cache(tmp_path)
     shadow = tmp_path / "shadow" / "onnx"
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ImportError('no onnx here')\n")

@@ -15,7 +15,7 @@ def shipped() -> list[str]:
 
 def test_shipped_sets_are_well_formed():
     names = shipped()
-    assert names, "no set file in bench/ranking"
+    assert names, "no set file in bench/ranking/sets"
     problems = check.run(names, with_corpus=False)
     assert problems.lines == []
 
@@ -69,6 +69,12 @@ def test_headings_as_a_reader_sees_them():
             "Setext [link](x.md) __strong__",
             "---",
             "<details><summary>Is it **free**?</summary>",
+            "## optimizeDeps.include <NonInheritBadge />",
+            "## Settings {: #settings .wide }",
+            "## Section 1 {class=foo}",
+            "## Install {/* keep the old anchor */}",
+            "#### on_&lt;event_name&gt;()",
+            "### [`data:`](<https://example.org/a(b)c>)",
         ]
     )
     assert check.headings_of(page) == {
@@ -77,6 +83,12 @@ def test_headings_as_a_reader_sees_them():
         "bootstrap sessions (pro plan)",
         "setext link strong",
         "is it free?",
+        "optimizedeps.include",
+        "settings",
+        "section 1",
+        "install",
+        "on_<event_name>()",
+        "data:",
     }
 
 

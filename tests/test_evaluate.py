@@ -11,24 +11,21 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from docdex.evaluation.runs import evaluate, run_eval_command, write_dump
 from docdex.evaluation.scoring import (
     Query,
     aggregate,
-    evaluate,
     first_rank,
-    format_table,
     load_queries,
     ndcg_at_10,
     norm_heading,
-    run_eval_command,
     score_query,
-    write_dump,
 )
+from docdex.evaluation.tables import format_table
 from docdex.index_format.config import Config, SourceConfig
 from docdex.index_format.layout import DataDir
 from docdex.indexer.build.run import index_sources
-from docdex.server.engine import search
-from docdex.server.engine.loaded import Snapshot
+from docdex.server.engine import DEFAULT_SETTINGS, Engine, EngineSettings, Fusion
 
 from bench.ranking import sweep
 from gitrepo import Workspace
@@ -217,11 +214,11 @@ def small(tmp_path_factory, embedder):
 
 def test_evaluate_on_a_real_index(small, embedder, tmp_path):
     data, queries = small
-    snapshot = Snapshot.load(data, embedder=embedder)
+    engine = Engine.open(data, embedder)
     try:
-        report = evaluate(snapshot, embedder, queries, "kb", k=3)
+        report = evaluate(engine, queries, "kb", k=3)
     finally:
-        snapshot.close()
+        engine.close()
     by = {c.cls: c for c in report.classes}
     assert set(by) == {"known-item", "literal", "handwritten", "unanswerable"}
     for cls in ("known-item", "literal", "handwritten"):
@@ -290,18 +287,21 @@ def test_the_fusion_sweep_scores_as_eval_does(small, embedder):
     """bench/ranking/sweep.py retrieves each query once and fuses it again per
     configuration; every fusion's figures must be those `docdex eval` gives."""
     data, queries = small
-    snapshot = Snapshot.load(data, embedder=embedder)
+    engine = Engine.open(data, embedder)
     try:
-        groups = sweep.retrieve_all(snapshot, embedder, queries, "kb")
+        groups = sweep.retrieve_all(engine, queries, "kb")
         assert set(groups) == {"known-item all", "literal all", "handwritten all"}
-        for fusion in ("bm25", "dense", "rrf", "adaptive"):
-            report = evaluate(snapshot, embedder, queries, "kb", reranker="none", fusion=fusion)
+        for fusion in (Fusion.BM25, Fusion.DENSE, Fusion.RRF, Fusion.ADAPTIVE):
+            settings = EngineSettings(fusion=fusion, reranker="none")
+            report = evaluate(engine.with_settings(settings), queries, "kb")
+            ranker = engine.with_settings(sweep.settings_of(fusion))
             for c in report.classes:
                 if c.cls == "unanswerable":
                     continue
-                swept = sweep.score(snapshot, groups[f"{c.cls} all"], sweep.fusion(fusion))
+                swept = sweep.score(ranker, groups[f"{c.cls} all"])
                 assert swept == pytest.approx(c.mrr_at_10), (fusion, c.cls)
-        rows = sweep.sweep([("kb", snapshot, groups["literal all"])], [search.DENSE_TRUST])
+        literal = sweep.Group("kb", engine, groups["literal all"])
+        rows = sweep.sweep([literal], [DEFAULT_SETTINGS.dense_trust])
         assert rows == [["kb", "1.000", "1.000"], ["sets missed", "", "0"]]
     finally:
-        snapshot.close()
+        engine.close()

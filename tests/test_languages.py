@@ -15,8 +15,7 @@ from docdex.index_format.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.index_format.store import load_current, write_manifest
 from docdex.indexer.build.run import index_sources
-from docdex.server.engine.loaded import Snapshot
-from docdex.server.engine.search import analysis_of, search
+from docdex.server.engine import Engine, Scope
 
 from fixtures import index_workspace, pushed_workspace
 
@@ -113,10 +112,10 @@ def data(tmp_path_factory, embedder) -> DataDir:
 
 
 @pytest.fixture(scope="module")
-def snap(data, embedder):
-    snapshot = Snapshot.load(data, embedder=embedder)
-    yield snapshot
-    snapshot.close()
+def engine(data, embedder):
+    opened = Engine.open(data, embedder)
+    yield opened
+    opened.close()
 
 
 @pytest.fixture(scope="module")
@@ -125,13 +124,13 @@ def old_data(tmp_path_factory, embedder) -> DataDir:
     return _built(tmp_path_factory.mktemp("languages-old"), embedder, analysis=1)
 
 
-def _top(snapshot, embedder, query: str, n: int = 10):
-    return search(snapshot, embedder, query, num_results=n, source="docs").results
+def _top(engine: Engine, query: str, n: int = 10):
+    return engine.search(query, n, Scope(frozenset(["docs"]))).results
 
 
 @pytest.mark.parametrize(("phrase", "path"), PHRASES)
-def test_a_cjk_phrase_finds_its_page_first(snap, embedder, phrase, path):
-    first = _top(snap, embedder, phrase)[0]
+def test_a_cjk_phrase_finds_its_page_first(engine, phrase, path):
+    first = _top(engine, phrase)[0]
     assert first.path == path
     assert first.match in ("bm25", "both")  # found by its words, not by chance closeness
 
@@ -144,39 +143,39 @@ def test_a_cjk_phrase_finds_its_page_first(snap, embedder, phrase, path):
         ("résumé naïve", "en/resume.md"),  # the query has the accents, the page has none
     ],
 )
-def test_accents_fold_both_ways(snap, embedder, query, path):
-    first = _top(snap, embedder, query)[0]
+def test_accents_fold_both_ways(engine, query, path):
+    first = _top(engine, query)[0]
     assert first.path == path
     assert first.match in ("bm25", "both")
 
 
-def test_an_identifier_fragment_finds_the_identifier(snap, embedder):
-    hits = _top(snap, embedder, "_generic", 3)
+def test_an_identifier_fragment_finds_the_identifier(engine):
+    hits = _top(engine, "_generic", 3)
     assert "_generic" in hits[0].text
     assert hits[0].path == "en/visitor.md"
 
 
-def test_english_ranking_is_the_one_of_the_analysis_before(snap, old_data, embedder):
-    old = Snapshot.load(old_data, embedder=embedder)
+def test_english_ranking_is_the_one_of_the_analysis_before(engine, old_data, embedder):
+    old = Engine.open(old_data, embedder)
     try:
-        assert analysis_of(old).version == 1 and analysis_of(snap).version == 2
+        assert old.manifest.text_analysis == 1 and engine.manifest.text_analysis == 2
         for query in ENGLISH:
-            before = [h.chunk_id for h in _top(old, embedder, query, 5)]
-            assert [h.chunk_id for h in _top(snap, embedder, query, 5)] == before, query
+            before = [h.chunk_id for h in _top(old, query, 5)]
+            assert [h.chunk_id for h in _top(engine, query, 5)] == before, query
     finally:
         old.close()
 
 
 def test_an_index_of_the_analysis_before_is_served_as_built(old_data, embedder):
     assert load_current(old_data).text_analysis == 1
-    old = Snapshot.load(old_data, embedder=embedder)
+    old = Engine.open(old_data, embedder)
     try:
         # analysed as that index was built: no cjk terms for a schema without the field
         # (Tantivy panics on a field its index does not have); the phrase is still found,
         # inside the identifier term of its whole run
-        first = _top(old, embedder, "絞り込み")[0]
+        first = _top(old, "絞り込み")[0]
         assert first.path == "ja/search.md" and first.match in ("bm25", "both")
-        first = _top(old, embedder, "crème brûlée")[0]
+        first = _top(old, "crème brûlée")[0]
         assert first.path == "fr/cuisine.md" and first.match in ("bm25", "both")
     finally:
         old.close()
@@ -188,7 +187,7 @@ def test_an_index_of_an_unknown_analysis_is_refused(old_data, embedder, tmp_path
     manifest = load_current(data)
     write_manifest(data, msgspec.structs.replace(manifest, text_analysis=99))
     with pytest.raises(IndexFormatError, match="text analysis 99"):
-        Snapshot.load(data, embedder=embedder)
+        Engine.open(data, embedder)
 
 
 def test_the_next_run_rebuilds_the_text_index_of_the_analysis_before(old_data, embedder, tmp_path):
@@ -204,9 +203,9 @@ def test_the_next_run_rebuilds_the_text_index_of_the_analysis_before(old_data, e
     assert report.published and report.windows_embedded == 0  # every vector reused
     assert after.text_analysis == text_module.TEXT_ANALYSIS
     assert after.text_index != before.text_index and after.chunks == before.chunks
-    snapshot = Snapshot.load(data, embedder=embedder)
+    engine = Engine.open(data, embedder)
     try:
-        first = _top(snapshot, embedder, "絞り込み")[0]
+        first = _top(engine, "絞り込み")[0]
         assert first.path == "ja/search.md" and first.match in ("bm25", "both")
     finally:
-        snapshot.close()
+        engine.close()

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from lint_imports import build_tree, lint_contracts, private_imports
+from lint_imports import build_tree, lint_contracts, private_imports, reached_inside
 
 
 def test_the_tree_keeps_every_contract(tmp_path: Path) -> None:
@@ -18,14 +18,32 @@ def test_the_tree_keeps_every_contract(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0 broken" in done.stdout
     assert private_imports(tree) == []
+    assert reached_inside(tree, (Path(__file__).parent.parent / "bench",)) == []
 
 
 BREAKS = [
     # (module that gains an import, the import, the broken dependency the report names)
     (
-        "server/engine/search.py",
+        "server/engine/engine.py",
         "import docdex.indexer.build.run",
-        "server.engine.search -> docdex.indexer",
+        "server.engine.engine -> docdex.indexer",
+    ),
+    # the rooms inside each side (adr/0030)
+    (
+        "server/engine/engine.py",
+        "from docdex.server.answers import docs",
+        "engine.engine -> docdex.server.answers",
+    ),
+    ("server/answers/docs.py", "from docdex.server.mcp import tools", "docs -> docdex.server.mcp"),
+    (
+        "indexer/chunking/markdown.py",
+        "from docdex.indexer.sources import remote",
+        "chunking.markdown -> docdex.indexer.sources",
+    ),
+    (
+        "indexer/sources/refs.py",
+        "from docdex.indexer.build import run",
+        "sources.refs -> docdex.indexer.build",
     ),
     (
         "indexer/build/run.py",
@@ -64,13 +82,28 @@ def test_a_private_name_imported_from_another_module_is_found(tmp_path) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "from docdex.server.engine.loaded import LoadedVersion",
+        "from docdex.server.engine import loaded",
+        "import docdex.server.engine.dense",
+    ],
+)
+def test_a_module_reaching_inside_the_engine_is_found(tmp_path, line) -> None:
+    tree = build_tree(tmp_path, copy=True)
+    path = tree / "docdex/server/answers/docs.py"
+    path.write_text(path.read_text() + f"\n{line}\n")
+    [found] = reached_inside(tree)
+    assert found.startswith("docdex/server/answers/docs.py: imports docdex.server.engine.")
+
+
 def test_the_server_imports_no_model_runtime_until_it_loads_the_model() -> None:
     """`docdex serve` loads the model in a thread while its main thread imports the server
     (adr/0008): if the server's modules imported onnxruntime or the tokenizer themselves,
     the two threads would queue on the same imports."""
     code = (
-        "import sys, docdex.server.http.app, docdex.server.engine.search, "
-        "docdex.server.engine.rerank; "
+        "import sys, docdex.server.http.app, docdex.server.engine; "
         "print(sorted(m for m in ('onnxruntime', 'tokenizers', 'onnx') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

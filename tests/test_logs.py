@@ -14,18 +14,23 @@ import pytest
 from docdex.cli import main
 from docdex.index_format.config import Config, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
+from docdex.index_format.queue import file_request
 from docdex.indexer.build.run import index_sources
-from docdex.runtime.logs import FORMAT_ENV, LEVEL_ENV, LoggingError, configure_logging, log_event
+from docdex.runtime.logs import LoggingError, LogSettings, configure_logging, log_event
 
 from gitrepo import Workspace
 
 PAGE = "# Logs\n\nEvery event on one line, with the source and the version.\n"
 
 
+FORMAT_ENV, LEVEL_ENV = "DOCDEX_LOG_FORMAT", "DOCDEX_LOG_LEVEL"
+
+
 @pytest.fixture(autouse=True)
 def restore_logging(monkeypatch):
-    """configure_logging changes the root logger and exports its choice: undo both."""
-    monkeypatch.setenv(FORMAT_ENV, "text")
+    """configure_logging changes the root logger (and `main` sets it up from the
+    environment): undo it, and start from no log settings in the environment."""
+    monkeypatch.delenv(FORMAT_ENV, raising=False)
     monkeypatch.delenv(LEVEL_ENV, raising=False)
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
@@ -47,7 +52,7 @@ def json_lines(text: str) -> list[dict]:
 
 
 def test_json_lines_carry_event_and_fields(capsys):
-    configure_logging("json", "INFO")
+    configure_logging(LogSettings("json", "INFO"))
     log = logging.getLogger("docdex.test")
     log_event(log, "indexed", source="docs", version=7, paths={"a.md"})
     log.info("plain %s", "message")
@@ -59,11 +64,11 @@ def test_json_lines_carry_event_and_fields(capsys):
     assert event["level"] == "info" and event["logger"] == "docdex.test"
     assert event["ts"].endswith("Z") and event["paths"] == ["a.md"]  # a set encodes as a list
     assert plain["event"] == "message" and plain["msg"] == "plain message"
-    assert os.environ[FORMAT_ENV] == "json"  # child processes log the same way
+    assert FORMAT_ENV not in os.environ  # children get the settings as flags, not from here
 
 
 def test_text_lines_are_readable(capsys):
-    configure_logging("text", "INFO")
+    configure_logging(LogSettings("text", "INFO"))
     log_event(logging.getLogger("docdex.test"), "indexed", source="docs", version=3, note="a b")
     line = capsys.readouterr().err.strip()
     assert "INFO" in line and "docdex.test: indexed source=docs version=3 note='a b'" in line
@@ -71,16 +76,23 @@ def test_text_lines_are_readable(capsys):
 
 def test_bad_format_or_level_is_refused(tmp_path, capsys, monkeypatch):
     with pytest.raises(LoggingError, match="unknown log format 'xml'"):
-        configure_logging("xml")
+        configure_logging(LogSettings("xml"))
     with pytest.raises(LoggingError, match="unknown log level 'LOUD'"):
-        configure_logging("text", "LOUD")
-    monkeypatch.setenv(LEVEL_ENV, "LOUD")
-    assert main(["--data", str(tmp_path), "source", "list"]) == 2
-    assert "unknown log level" in capsys.readouterr().err
+        configure_logging(LogSettings("text", "LOUD"))
+    with pytest.raises(SystemExit) as usage:  # a bad flag is a usage error
+        main(["--data", str(tmp_path), "--log-level", "LOUD", "source", "list"])
+    assert usage.value.code == 2 and "unknown log level 'LOUD'" in capsys.readouterr().err
+    monkeypatch.setenv(LEVEL_ENV, "LOUD")  # a bad variable is a configuration error
+    assert main(["--data", str(tmp_path), "source", "list"]) == 1
+    refused = "DOCDEX_LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR, not 'LOUD'"
+    assert capsys.readouterr().err == f"docdex: error: {refused}\n"
+    monkeypatch.setenv(LEVEL_ENV, "error")
+    assert main(["--data", str(tmp_path), "--log-level", "debug", "source", "list"]) == 0
+    assert logging.getLogger().level == logging.DEBUG  # the flag wins over the variable
 
 
 def test_a_run_logs_one_indexed_event_per_source(tmp_path, ws, embedder, capsys):
-    configure_logging("json", "INFO")
+    configure_logging(LogSettings("json", "INFO"))
     data = DataDir(tmp_path / "data")
     other = Workspace(tmp_path / "other")
     other.write("x.md", "# Other\n\nA second source so the run has two.\n")
@@ -127,3 +139,26 @@ def test_cli_json_logs_beside_unchanged_output(tmp_path, ws):
         check=True,
     )
     assert quiet.stderr == "" and "nothing changed" in quiet.stdout
+
+
+def test_the_workers_cycles_log_as_the_worker_does(tmp_path, ws):
+    """The settings reach the cycle process on its command line: the worker's flags, not
+    an environment variable, make the cycle's lines JSON too."""
+    data = DataDir(tmp_path / "data")
+    data.ensure()
+    save_config(data, Config(sources=[SourceConfig(name="docs", location=str(ws.bare))]))
+    file_request(data, "docs", "hook")
+    command = [sys.executable, "-m", "docdex.cli", "--data", str(data.root)]
+    env = {k: v for k, v in os.environ.items() if k not in (FORMAT_ENV, LEVEL_ENV)}
+    done = subprocess.run(
+        [*command, "--log-format", "json", "worker", "--once"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
+    events = json_lines(done.stderr)  # every line, the cycle's included, is JSON
+    loggers = {e["logger"] for e in events}
+    assert {"docdex.worker", "docdex.pipeline"} <= loggers, loggers
+    assert [e["source"] for e in events if e["event"] == "indexed"] == ["docs"]

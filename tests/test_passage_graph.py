@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from test_embedder import hide_onnx
 
-from docdex.model import passagegraph
+from docdex.model import files, passagegraph
 from docdex.model.embedder import Embedder, package_session
 from docdex.model.files import weights_path
 from docdex.model.late_interaction import embed_with_tokens
@@ -34,7 +34,7 @@ def real_texts() -> list[str]:
 def pair(tmp_path_factory) -> tuple[Embedder, Embedder]:
     """(passage graph, package graph) embedders over one tokenizer and model."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DOCDEX_CACHE", str(tmp_path_factory.mktemp("cache")))
+        mp.setattr(files, "_cache_root", tmp_path_factory.mktemp("cache"))
         fused = Embedder.load(threads=2)
     session = package_session(weights_path(), fused.info.sha256, 2)
     return fused, Embedder(session, fused.tokenizer, fused.info, graph="float32")
@@ -66,7 +66,7 @@ def test_the_rewrite_fuses_every_layer() -> None:
 
 
 def test_the_cache_is_keyed_by_the_rewrite_and_rebuilt_when_damaged(tmp_path, monkeypatch):
-    monkeypatch.setenv("DOCDEX_CACHE", str(tmp_path))
+    monkeypatch.setattr(files, "_cache_root", tmp_path)
     text = ["Configure the enrollment status page timeout in Intune."]
     first = Embedder.load(threads=1)
     [cached] = list((tmp_path / "onnx").glob("minilm-passage-*.onnx"))

@@ -18,10 +18,11 @@ from docdex.index_format.store import (
     load_pages,
     load_segment,
 )
-from docdex.indexer.build import run as pipeline
 from docdex.indexer.build.compaction import size_tier
+from docdex.indexer.build.context import IndexingError
 from docdex.indexer.build.lock import writer_lock
-from docdex.indexer.build.run import IndexingError, index_sources
+from docdex.indexer.build.report import RunReport
+from docdex.indexer.build.run import index_sources
 
 from fixtures import FAQ, INSTALL, pushed_workspace
 from gitrepo import Workspace, git
@@ -42,7 +43,7 @@ def make_config(ws: Workspace, **settings) -> Config:
     )
 
 
-def run(data: DataDir, config: Config, embedder, **kwargs) -> pipeline.RunReport:
+def run(data: DataDir, config: Config, embedder, **kwargs) -> RunReport:
     return index_sources(data, config, embedder=embedder, **kwargs)
 
 
@@ -66,7 +67,7 @@ def live_state(data: DataDir):
 
 def push_new_pages(
     data: DataDir, config: Config, ws: Workspace, embedder, pushes: int = 4
-) -> list[pipeline.RunReport]:
+) -> list[RunReport]:
     """`pushes` pushes that each add one page, each indexed; their reports in order."""
     reports = []
     for i in range(pushes):
@@ -258,8 +259,8 @@ def test_foreign_data_directory_is_refused(tmp_path, ws, embedder):
 CRASH_STAGES = [
     "docdex.indexer.build.stream.write_segment",
     "docdex.indexer.build.textindex.TextIndexBuilder.publish",
-    "docdex.indexer.build.run.write_manifest",
-    "docdex.indexer.build.run.point_current",
+    "docdex.indexer.build.publish.write_manifest",
+    "docdex.indexer.build.publish.point_current",
 ]
 
 

@@ -12,12 +12,12 @@ import pytest
 from mcp import Client
 from test_refs import PORTS, QUESTION, ws  # noqa: F401 (ws is a fixture)
 
-from docdex.errors import InvalidArgument
+from docdex.errors import NotFound
 from docdex.index_format.config import Config, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
 from docdex.indexer.build.run import index_sources
 from docdex.server.boot import Boot, open_docs
-from docdex.server.engine.hits import resource_uri
+from docdex.server.engine import resource_uri
 from docdex.server.mcp.tools import build_mcp
 
 from gitrepo import git
@@ -74,11 +74,9 @@ def test_get_document_reads_a_path_at_a_ref(docs):
 
 
 def test_an_unknown_ref_is_refused_in_a_sentence(docs):
-    with pytest.raises(
-        InvalidArgument, match=r"does not index ref 'v9'; its refs: main, release/1\.0"
-    ):
+    with pytest.raises(NotFound, match=r"does not index ref 'v9'; its refs: main, release/1\.0"):
         docs.search(QUESTION, source="docs", ref="v9")
-    with pytest.raises(InvalidArgument, match="no source indexes ref 'v9'"):
+    with pytest.raises(NotFound, match="no source indexes ref 'v9'"):
         docs.search(QUESTION, ref="v9")
 
 

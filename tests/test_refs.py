@@ -20,10 +20,8 @@ from docdex.indexer.build.run import index_sources
 from docdex.indexer.git.history import page_dates
 from docdex.indexer.git.repo import open_repo
 from docdex.indexer.triggers.worker import Worker
-from docdex.server.engine.loaded import Snapshot
-from docdex.server.engine.search import search
 
-from fixtures import API, FAQ, pushed_workspace
+from fixtures import API, FAQ, pushed_workspace, search_index
 from gitrepo import Workspace, git
 
 QUESTION = "which port does the server listen on by default"
@@ -97,11 +95,7 @@ def index(data: DataDir, config: Config, embedder):
 
 def answers(data: DataDir, embedder, source: str) -> list[str]:
     """The texts search_docs' ranking returns for QUESTION, filtered to `source`."""
-    snapshot = Snapshot.load(data, embedder=embedder)
-    try:
-        result = search(snapshot, embedder, QUESTION, 3, source)
-    finally:
-        snapshot.close()
+    result = search_index(data, embedder, QUESTION, 3, source)
     assert {h.source for h in result.results} == {source}
     return [h.text for h in result.results]
 

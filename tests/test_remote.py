@@ -3,6 +3,7 @@ fetched into mirrors, indexed, polled; an unreachable remote keeps its last good
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -21,12 +22,11 @@ from docdex.indexer.sources.remote import fetch_mirror
 from docdex.indexer.triggers.poller import due_sources, poll_once, read_stamps
 from docdex.model import embedder as embedder_module
 from docdex.server.answers.docs import Docs
-from docdex.server.boot import load_snapshot
-from docdex.server.engine.loaded import Snapshot
-from docdex.server.engine.search import search
+from docdex.server.boot import engine_loader
 from docdex.server.versions import VersionHolder
 from docdex.serverproc import free_port
 
+from fixtures import search_index
 from gitrepo import Workspace, git
 
 PAGE = "# Remote docs\n\nThe mirror keeps a copy of the lighthouse manual.\n"
@@ -91,11 +91,7 @@ def daemon(tmp_path, upstream):
 
 
 def hits(data: DataDir, embedder, query: str, source: str = "") -> set[str]:
-    snapshot = Snapshot.load(data, embedder=embedder)
-    try:
-        result = search(snapshot, embedder, query, 5, source)
-    finally:
-        snapshot.close()
+    result = search_index(data, embedder, query, 5, source)
     return {f"{h.source}:{h.path}" for h in result.results if query in h.text.lower()}
 
 
@@ -172,7 +168,7 @@ def test_unreachable_remote_is_reported_and_old_pages_keep_serving(
     assert manifest.sources["local"].last_error == ""
     assert hits(data, embedder, "lighthouse") == {"viagit:manual.md"}  # still served
 
-    holder = VersionHolder(data, load_snapshot(data, embedder))
+    holder = VersionHolder(data, engine_loader(data, embedder))
     holder.refresh()
     docs = Docs(data, embedder, holder)
     listed = {s.name: s for s in docs.list_sources().sources}
@@ -196,6 +192,45 @@ def test_fetch_errors_never_show_credentials(tmp_path):
     with pytest.raises(SourceError) as caught:
         fetch_mirror(url, tmp_path / "mirror.git")
     assert "hunter2" not in str(caught.value) and "***@127.0.0.1" in str(caught.value)
+
+
+# An ssh stand-in: it notes its arguments, then runs the remote command here, as an ssh to
+# this machine would.
+FAKE_SSH = """#!/bin/sh
+printf '%s\\n' "$@" > "$0.args"
+for command; do :; done
+exec sh -c "$command"
+"""
+
+
+def fake_ssh(folder: Path, name: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / name
+    script.write_text(FAKE_SSH)
+    script.chmod(0o755)
+    return script
+
+
+def test_ssh_fetches_run_without_prompts_unless_git_ssh_command_says(
+    tmp_path, upstream, monkeypatch
+):
+    url = f"ssh://docs.example.invalid{upstream.bare}"
+    bin_dir = tmp_path / "bin"
+    ssh = fake_ssh(bin_dir, "ssh")
+    monkeypatch.delenv("GIT_SSH_COMMAND", raising=False)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    mirror = fetch_mirror(url, tmp_path / "default.git")
+    assert git(mirror, "rev-parse", "main") == git(upstream.bare, "rev-parse", "main")
+    args = Path(f"{ssh}.args").read_text().splitlines()
+    assert args[:4] == ["-o", "BatchMode=yes", "-o", "ConnectTimeout=30"]
+    assert "docs.example.invalid" in args
+
+    own = fake_ssh(tmp_path / "own ssh", "connect")  # a command the shell must quote
+    monkeypatch.setenv("GIT_SSH_COMMAND", f"'{own}' -o User=reader")
+    mirror = fetch_mirror(url, tmp_path / "own.git")
+    assert git(mirror, "rev-parse", "main") == git(upstream.bare, "rev-parse", "main")
+    args = Path(f"{own}.args").read_text().splitlines()
+    assert args[:2] == ["-o", "User=reader"] and "BatchMode=yes" not in args
 
 
 def test_poller_files_requests_for_due_remote_sources(tmp_path, upstream):

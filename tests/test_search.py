@@ -17,17 +17,28 @@ from docdex.index_format.layout import DamagedIndex, DataDir, IndexFormatError
 from docdex.index_format.records import ChunkRecord, EmbedderInfo
 from docdex.indexer.build.run import index_sources
 from docdex.model.late_interaction import embed_with_tokens
-from docdex.server.engine import confidence
-from docdex.server.engine import search as search_mod
+from docdex.server.engine import (
+    DEFAULT_SETTINGS,
+    DenseTrust,
+    Engine,
+    EngineSettings,
+    Fusion,
+    Scope,
+    SearchResult,
+    confidence,
+)
 from docdex.server.engine.candidates import Candidate
-from docdex.server.engine.loaded import Snapshot
+from docdex.server.engine.dense import best_cosine, chunk_cosines
+from docdex.server.engine.fusion import adaptive
+from docdex.server.engine.loaded import LoadedVersion
+from docdex.server.engine.query import QueryContext, QueryProfile, profile_query
 from docdex.server.engine.rerank import (
     CrossEncoderReranker,
     MaxSimReranker,
     RerankerError,
     resolve_reranker,
 )
-from docdex.server.engine.search import search
+from docdex.server.engine.settings import ConfidenceSettings
 
 from fixtures import pushed_workspace
 
@@ -172,10 +183,50 @@ def index(tmp_path_factory, embedder):
 
 
 @pytest.fixture(scope="module")
-def snap(index, embedder):
-    snapshot = Snapshot.load(index, embedder=embedder)
-    yield snapshot
-    snapshot.close()
+def opened(index, embedder):
+    """Engines over the current version, one per set of settings read when a version opens
+    (e.g. `exact_dense_max_rows=0`: every segment searched with its HNSW graph)."""
+    engines: dict[tuple, Engine] = {}
+
+    def open_with(**settings) -> Engine:
+        key = tuple(sorted(settings.items()))
+        if key not in engines:
+            engines[key] = Engine.open(index, embedder, settings=EngineSettings(**settings))
+        return engines[key]
+
+    yield open_with
+    for engine in engines.values():
+        engine.close()
+
+
+@pytest.fixture(scope="module")
+def engine(opened) -> Engine:
+    return opened()
+
+
+@pytest.fixture(scope="module")
+def version(index) -> LoadedVersion:
+    """The current version as the engine loads it, for the tests of its parts."""
+    loaded = LoadedVersion.load(index, None, DEFAULT_SETTINGS)
+    yield loaded
+    loaded.close()
+
+
+def search(
+    engine: Engine,
+    query: str,
+    num_results: int = 10,
+    source: str = "",
+    path_prefix: str = "",
+    one_per_page: bool = False,
+    **settings,
+) -> SearchResult:
+    """One search of `source` (every entry when empty) under `path_prefix`, with `settings`
+    (e.g. `fusion="rrf"`, `reranker="none"`) in place of the engine's."""
+    if settings:
+        engine = engine.with_settings(msgspec.structs.replace(engine.settings, **settings))
+    scope = Scope(frozenset([source] if source else []), path_prefix)
+    return engine.search(query, num_results, scope, one_per_page)
 
 
 def texts(result) -> list[str]:
@@ -199,15 +250,15 @@ def texts(result) -> list[str]:
     ],
 )
 @pytest.mark.parametrize("reranker", ["none", "default"])
-def test_literal_identifiers_are_found_as_typed(snap, embedder, identifier, reranker):
-    result = search(snap, embedder, identifier, num_results=3, reranker=reranker)
+def test_literal_identifiers_are_found_as_typed(engine, identifier, reranker):
+    result = search(engine, identifier, num_results=3, reranker=reranker)
     assert identifier.lower().lstrip("x") in result.results[0].text.lower()
     assert result.results[0].match in ("bm25", "both")
     assert not result.low_confidence
 
 
-def test_identifier_inside_a_question(snap, embedder):
-    result = search(snap, embedder, "what does error 0x801C03F3 mean during enrollment?")
+def test_identifier_inside_a_question(engine):
+    result = search(engine, "what does error 0x801C03F3 mean during enrollment?")
     assert "0x801C03F3" in result.results[0].text
 
 
@@ -215,9 +266,9 @@ def test_identifier_inside_a_question(snap, embedder):
 
 
 @pytest.mark.parametrize("query", HOSTILE)
-def test_hostile_queries_never_raise(snap, embedder, query):
-    result = search(snap, embedder, query, num_results=5)
-    assert result.index_version == snap.version
+def test_hostile_queries_never_raise(engine, query):
+    result = search(engine, query, num_results=5)
+    assert result.index_version == engine.version
     assert len(result.results) <= 5
 
 
@@ -232,9 +283,9 @@ def test_hostile_queries_never_raise(snap, embedder, query):
         ({"query": "install", "source": "nope"}, "valid sources: docs, other"),
     ],
 )
-def test_bad_requests_raise_search_error(snap, embedder, kwargs, message):
+def test_bad_requests_raise_search_error(engine, kwargs, message):
     with pytest.raises(InvalidArgument, match=message):
-        search(snap, embedder, **kwargs)
+        search(engine, **kwargs)
 
 
 def test_search_error_is_a_value_error():
@@ -244,56 +295,58 @@ def test_search_error_is_a_value_error():
 # --- filters ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("exact_rows", [search_mod.EXACT_DENSE_MAX_ROWS, 0])
-def test_source_filter_applies_before_ranking(snap, embedder, monkeypatch, exact_rows):
-    monkeypatch.setattr(search_mod, "EXACT_DENSE_MAX_ROWS", exact_rows)  # 0: HNSW + filter
-    unfiltered = search(snap, embedder, "Widget installer settings", num_results=2)
+@pytest.mark.parametrize("exact_rows", [DEFAULT_SETTINGS.exact_dense_max_rows, 0])
+def test_source_filter_applies_before_ranking(opened, exact_rows):
+    engine = opened(exact_dense_max_rows=exact_rows)  # 0: HNSW + filter
+    unfiltered = search(engine, "Widget installer settings", num_results=2)
     assert {h.source for h in unfiltered.results} == {"docs"}  # docs wins overall
-    result = search(snap, embedder, "Widget installer settings", num_results=2, source="other")
+    result = search(engine, "Widget installer settings", num_results=2, source="other")
     assert [h.source for h in result.results] == ["other", "other"]
     assert result.results[0].path == "setup.md"
 
 
-@pytest.mark.parametrize("exact_rows", [search_mod.EXACT_DENSE_MAX_ROWS, 0])
-def test_path_prefix_applies_before_ranking(snap, embedder, monkeypatch, exact_rows):
-    monkeypatch.setattr(search_mod, "EXACT_DENSE_MAX_ROWS", exact_rows)
-    result = search(snap, embedder, "install widget", path_prefix="troubleshooting/")
+@pytest.mark.parametrize("exact_rows", [DEFAULT_SETTINGS.exact_dense_max_rows, 0])
+def test_path_prefix_applies_before_ranking(opened, exact_rows):
+    engine = opened(exact_dense_max_rows=exact_rows)
+    result = search(engine, "install widget", path_prefix="troubleshooting/")
     assert result.results
     assert all(h.path.startswith("troubleshooting/") for h in result.results)
-    none = search(snap, embedder, "install widget", path_prefix="no/such/dir (x)[")
+    none = search(engine, "install widget", path_prefix="no/such/dir (x)[")
     assert none.results == []
 
 
-def test_hnsw_and_exact_search_agree(snap, embedder, monkeypatch):
-    exact = search(snap, embedder, "proxy and firewall", reranker="none")
-    monkeypatch.setattr(search_mod, "EXACT_DENSE_MAX_ROWS", 0)
-    approx = search(snap, embedder, "proxy and firewall", reranker="none")
+def test_hnsw_and_exact_search_agree(engine, opened):
+    exact = search(engine, "proxy and firewall", reranker="none")
+    assert all(s.exact for s in engine.segments())
+    graphs = opened(exact_dense_max_rows=0)
+    approx = search(graphs, "proxy and firewall", reranker="none")
+    assert all(s.graph_loaded and not s.exact for s in graphs.segments())
     assert [h.chunk_id for h in approx.results] == [h.chunk_id for h in exact.results]
 
 
 # --- versions and tombstones ------------------------------------------------------------------
 
 
-def test_tombstoned_chunks_never_appear(index, snap, embedder):
-    assert any(s.live.sum() < len(s.chunks) for s in snap.segments)  # there are tombstones
+def test_tombstoned_chunks_never_appear(index, engine, embedder):
+    assert any(s.live_chunks < s.chunks for s in engine.segments())  # there are tombstones
     for reranker in ("none", "default"):
-        result = search(snap, embedder, "zanzibarquux", num_results=20, reranker=reranker)
+        result = search(engine, "zanzibarquux", num_results=20, reranker=reranker)
         assert all("zanzibarquux" not in t for t in texts(result))
-        assert all(snap.locate(h.chunk_id) is not None for h in result.results)
-    old = Snapshot.load(index, version=1, embedder=embedder)
+        assert all(engine.chunk(h.chunk_id) is not None for h in result.results)
+    old = Engine.open(index, embedder, version=1)
     try:
-        assert "zanzibarquux" in search(old, embedder, "zanzibarquux").results[0].text
+        assert "zanzibarquux" in search(old, "zanzibarquux").results[0].text
     finally:
         old.close()
 
 
-def test_chunk_ids_resolve_through_the_page_tables(snap):
-    page = next(p for p in snap.pages.values() if len(p.chunks) > 1)
+def test_chunk_ids_resolve_through_the_page_tables(engine):
+    page = next(p for p in engine.pages.values() if len(p.chunks) > 1)
     for n in range(len(page.chunks)):
-        assert snap.chunk(f"{page.doc_id}#chunk{n}").chunk_id == f"{page.doc_id}#chunk{n}"
+        assert engine.chunk(f"{page.doc_id}#chunk{n}").chunk_id == f"{page.doc_id}#chunk{n}"
     bad = ["#chunk01", "#chunk-1", "#chunk\u00b2", f"#chunk{len(page.chunks)}", "#chunk", ""]
-    assert all(snap.locate(page.doc_id + suffix) is None for suffix in bad)
-    assert snap.locate("nosuchsource:nosuch.md#chunk0") is None
+    assert all(engine.chunk(page.doc_id + suffix) is None for suffix in bad)
+    assert engine.chunk("nosuchsource:nosuch.md#chunk0") is None
 
 
 def test_served_pages_are_page_records_without_the_reuse_fields(index):
@@ -311,13 +364,14 @@ def test_served_pages_are_page_records_without_the_reuse_fields(index):
             assert all(not hasattr(c, "content_hash") for c in page.chunks)
 
 
-@pytest.mark.parametrize("exact_rows", [search_mod.EXACT_DENSE_MAX_ROWS, 0])
-def test_chunk_cosines_are_each_chunks_best_window(snap, embedder, monkeypatch, exact_rows):
+@pytest.mark.parametrize("exact_rows", [DEFAULT_SETTINGS.exact_dense_max_rows, 0])
+def test_chunk_cosines_are_each_chunks_best_window(index, embedder, exact_rows):
     """The cosines of lexical-only candidates, in one product per segment, from the float32
     copy or read with pread: each chunk's best window, 0.0 for a chunk without one."""
-    monkeypatch.setattr(search_mod, "EXACT_DENSE_MAX_ROWS", exact_rows)  # 0: pread
+    settings = EngineSettings(exact_dense_max_rows=exact_rows)  # 0: pread
+    loaded = LoadedVersion.load(index, None, settings)
     qvec = embedder.embed_query("how is the release marker documented?")
-    for seg in snap.segments:
+    for seg in loaded.segments:
         indexes = list(range(len(seg.chunks)))[::-1]  # any order, not only the rows' own
         vectors = np.asarray(seg.segment.vectors, dtype=np.float32)
         owners = seg.segment.owners
@@ -325,13 +379,14 @@ def test_chunk_cosines_are_each_chunks_best_window(snap, embedder, monkeypatch, 
             float((vectors[owners == i] @ qvec).max()) if np.any(owners == i) else 0.0
             for i in indexes
         ]
-        cosines = search_mod.chunk_cosines(seg, indexes, qvec)
+        cosines = chunk_cosines(seg, indexes, qvec)
         assert cosines.tolist() == pytest.approx(expected, abs=1e-6)
-        assert search_mod.chunk_cosines(seg, [], qvec).shape == (0,)
+        assert chunk_cosines(seg, [], qvec).shape == (0,)
+    loaded.close()
 
 
 @pytest.mark.parametrize("reranker", ["none", "maxsim"])
-def test_a_search_reads_each_chunk_record_once(snap, embedder, monkeypatch, reranker):
+def test_a_search_reads_each_chunk_record_once(index, embedder, monkeypatch, reranker):
     """The fusion (heading overlap, literals), the rerank, the confidence and the hits all
     read a candidate's record: one `pread` and decode each, not one per reader."""
     from docdex.index_format.store import ChunkTable
@@ -341,20 +396,22 @@ def test_a_search_reads_each_chunk_record_once(snap, embedder, monkeypatch, rera
     monkeypatch.setattr(
         ChunkTable, "__getitem__", lambda t, i: reads.append((id(t), i)) or read(t, i)
     )
-    snap.cache.pop("section_terms", None)  # heading terms kept from earlier tests' queries
-    result = search_mod.search(snap, embedder, "max_connections pool limit", 10, reranker=reranker)
+    engine = Engine.open(index, embedder)  # no heading terms kept from earlier queries
+    result = search(engine, "max_connections pool limit", 10, reranker=reranker)
+    engine.close()
     assert result.results
     assert reads and len(reads) == len(set(reads))
 
 
-def test_heading_terms_kept_between_queries_are_bounded(snap, embedder, monkeypatch):
-    monkeypatch.setattr(search_mod, "SECTION_TERMS_KEPT", 3)
-    snap.cache.pop("section_terms", None)
-    snap.cache.pop("heading_terms", None)
+def test_heading_terms_kept_between_queries_are_bounded(index, embedder):
+    settings = EngineSettings(section_terms_kept=3)
+    loaded = LoadedVersion.load(index, None, settings)
+    engine = Engine(loaded, embedder, settings)
     for query in ("how is the release marker documented?", "configure the storage engine"):
-        search_mod.search(snap, embedder, query, 10)
-        assert 0 < len(snap.cache["section_terms"]) <= 3
-        assert 0 < len(snap.cache["heading_terms"]) <= 3
+        search(engine, query, 10)
+        assert 0 < len(loaded.derived.section_terms) <= 3
+        assert 0 < len(loaded.derived.heading_terms) <= 3
+    engine.close()
 
 
 def test_chunk_records_decode_lazily_and_a_corrupt_file_is_refused(index, tmp_path):
@@ -392,26 +449,26 @@ def test_chunk_records_decode_lazily_and_a_corrupt_file_is_refused(index, tmp_pa
         ChunkTable(tmp_path / "short.msgpack", decode_all=False)
 
 
-def test_snapshot_refuses_another_embedder(index, embedder):
+def test_an_engine_refuses_another_embedder(index, embedder):
     class Other:
         info = EmbedderInfo(id="some-other-model", dim=768, sha256="0")
 
     with pytest.raises(IndexFormatError, match="some-other-model"):
-        Snapshot.load(index, embedder=Other())
+        Engine.open(index, Other())
 
 
-def test_snapshot_without_a_version_is_refused(tmp_path):
+def test_an_engine_without_a_version_is_refused(tmp_path, embedder):
     data = DataDir(tmp_path / "empty")
     data.ensure()
     with pytest.raises(IndexFormatError, match="no published version"):
-        Snapshot.load(data)
+        Engine.open(data, embedder)
 
 
 # --- results -----------------------------------------------------------------------------
 
 
-def test_hits_carry_raw_markdown_and_provenance(snap, embedder):
-    result = search(snap, embedder, "Get-ChildItem", num_results=1)
+def test_hits_carry_raw_markdown_and_provenance(engine):
+    result = search(engine, "Get-ChildItem", num_results=1)
     hit = result.results[0]
     assert "`Get-ChildItem -Recurse`" in hit.text  # raw markdown, backticks kept
     assert hit.headings == ["Errors", "Listing files"]
@@ -423,70 +480,82 @@ def test_hits_carry_raw_markdown_and_provenance(snap, embedder):
     assert result.took_ms > 0
 
 
-def test_low_confidence_flags_off_topic_queries_only(snap, embedder):
-    off = search(snap, embedder, "best recipe for banana bread with walnuts")
+def test_low_confidence_flags_off_topic_queries_only(engine):
+    off = search(engine, "best recipe for banana bread with walnuts")
     assert off.low_confidence
-    good = search(snap, embedder, "how do I upgrade widget to a new version")
+    good = search(engine, "how do I upgrade widget to a new version")
     assert not good.low_confidence
     assert good.results[0].path == "guide/upgrade.md"
 
 
+COUNTING = ConfidenceSettings(absence_min_chunks=1)  # this index is small; the rule under
+# test is the one for an index of 100+ chunks
+
+
 @pytest.fixture
-def absence_counts(monkeypatch):
-    """This index is small; the rule under test is the one for an index of 100+ chunks."""
-    monkeypatch.setattr(confidence, "ABSENCE_MIN_CHUNKS", 1)
+def counting(engine) -> Engine:
+    return engine.with_settings(EngineSettings(confidence=COUNTING))
 
 
-def test_low_confidence_flags_a_near_miss_naming_what_the_docs_never_mention(
-    snap, embedder, absence_counts
-):
+def test_low_confidence_flags_a_near_miss_naming_what_the_docs_never_mention(counting):
     # The corpus's own words, but it never names Kubernetes or its clusters.
-    near = search(snap, embedder, "upgrade the widget service on Kubernetes clusters")
+    near = search(counting, "upgrade the widget service on Kubernetes clusters")
     assert near.low_confidence
     assert near.results[0].path == "guide/upgrade.md"  # still ranked, only flagged
     # The same question in words the documents use is not flagged.
-    assert not search(snap, embedder, "upgrade the widget service").low_confidence
+    assert not search(counting, "upgrade the widget service").low_confidence
 
 
-def _profile(snap, text: str):
-    return search_mod.profile_query(text, search_mod.analysis_of(snap))
+def _profile(version: LoadedVersion, text: str) -> QueryProfile:
+    return profile_query(text, version.analysis)
 
 
-def _candidate(snap, chunk_id: str) -> Candidate:
-    segment, index = snap.locate(chunk_id)
-    return Candidate(segment, index, dense=0.5)
+def _candidate(version: LoadedVersion, chunk_id: str, dense: float = 0.5) -> Candidate:
+    position, index = version.locate(chunk_id)
+    return Candidate(version.segments[position], position, index, dense=dense)
 
 
-def test_an_everyday_word_the_docs_never_use_is_not_a_missing_subject(
-    snap, embedder, absence_counts
-):
+def test_an_everyday_word_the_docs_never_use_is_not_a_missing_subject(version, counting):
     text = "upgrade widget to a new version halfway"
-    assert confidence.absent_share(snap, _profile(snap, text)) >= confidence.ABSENT_SHARE
-    assert [w for _, w in confidence.absent_words(snap, _profile(snap, text))] == ["halfway"]
-    result = search(snap, embedder, text)
+    assert confidence.absent_share(version, _profile(version, text), 1) >= COUNTING.absent_share
+    assert [w for _, w in confidence.absent_words(version, _profile(version, text))] == ["halfway"]
+    result = search(counting, text)
     assert not result.low_confidence
     assert result.results[0].path == "guide/upgrade.md"
 
 
+class Recording:
+    """The embedder, noting every query it embeds."""
+
+    def __init__(self, embedder) -> None:
+        self.embedder, self.asked = embedder, []
+
+    def embed_query(self, text: str) -> np.ndarray:
+        self.asked.append(text)
+        return self.embedder.embed_query(text)
+
+
 def test_an_absent_word_is_the_subject_when_dropping_it_brings_the_question_closer(
-    snap, absence_counts
+    version, embedder
 ):
-    profile = _profile(snap, "upgrade widget halfway")
-    ranked = [_candidate(snap, "docs:guide/upgrade.md#chunk0")]
-    gain = confidence.SUBJECT_GAIN
-    asked = []
+    """ "halfway" is absent: it is the subject only if the question without it comes at least
+    `subject_gain` closer to the corpus than the best hit of the question with it."""
+    recording = Recording(embedder)
+    settings = EngineSettings(confidence=COUNTING)
 
-    def cosine_of(text: str, shift: float):
-        asked.append(text)
-        return 0.5 + shift
+    def context(text: str) -> QueryContext:
+        return QueryContext(version, settings, recording, _profile(version, text), Scope())
 
+    without = best_cosine(version, embedder.embed_query("upgrade widget"), Scope(), settings)
+    gain = COUNTING.subject_gain
+    farther = [_candidate(version, "docs:guide/upgrade.md#chunk0", without - gain - 0.01)]
+    as_close = [_candidate(version, "docs:guide/upgrade.md#chunk0", without - gain + 0.01)]
     closer = confidence.absence_is_the_subject
-    assert closer(snap, profile, ranked, lambda t: cosine_of(t, gain + 0.01))
-    assert not closer(snap, profile, ranked, lambda t: cosine_of(t, gain - 0.01))
-    assert asked == ["upgrade widget", "upgrade widget"]  # the question without "halfway"
-    named = _profile(snap, "upgrade widget on Kubernetes")  # a name: no embedding asked
-    assert closer(snap, named, ranked, lambda t: cosine_of(t, -1.0))
-    assert asked == ["upgrade widget", "upgrade widget"]
+    assert closer(context("upgrade widget halfway"), farther)
+    assert not closer(context("upgrade widget halfway"), as_close)
+    assert recording.asked == ["upgrade widget", "upgrade widget"]  # the question without it
+    assert closer(context("upgrade widget on Kubernetes"), as_close)  # a name: no embedding
+    assert recording.asked == ["upgrade widget", "upgrade widget"]
 
 
 def test_names_a_thing():
@@ -496,41 +565,39 @@ def test_names_a_thing():
     assert not confidence.names_a_thing("halfway", 4)
 
 
-def test_a_name_the_corpus_knows_but_no_hit_mentions(snap, absence_counts):
-    profile = _profile(snap, "list the log files with PowerShell")
-    elsewhere = [_candidate(snap, "docs:guide/upgrade.md#chunk0")]
+def test_a_name_the_corpus_knows_but_no_hit_mentions(version):
+    profile = _profile(version, "list the log files with PowerShell")
+    elsewhere = [_candidate(version, "docs:guide/upgrade.md#chunk0")]
     listing = next(
         f"docs:troubleshooting/errors.md#chunk{n}"
-        for n in range(len(snap.pages["docs:troubleshooting/errors.md"].chunks))
-        if "PowerShell" in snap.chunk(f"docs:troubleshooting/errors.md#chunk{n}").text
+        for n in range(len(version.pages["docs:troubleshooting/errors.md"].chunks))
+        if "PowerShell" in version.chunk(f"docs:troubleshooting/errors.md#chunk{n}").text
     )
-    here = [_candidate(snap, listing)]
+    here = [_candidate(version, listing)]
     share = confidence.unmatched_names_share
-    assert share(snap, profile, elsewhere) >= confidence.ABSENT_SHARE
-    assert share(snap, profile, here + elsewhere) == 0.0
-    assert share(snap, _profile(snap, "list the log files"), elsewhere) == 0.0  # no name
+    assert share(version, profile, elsewhere, 1) >= COUNTING.absent_share
+    assert share(version, profile, here + elsewhere, 1) == 0.0
+    assert share(version, _profile(version, "list the log files"), elsewhere, 1) == 0.0  # no name
 
 
-def test_absent_share_weighs_missing_terms_by_idf(snap, absence_counts):
+def test_absent_share_weighs_missing_terms_by_idf(version):
     def share(text: str) -> float:
-        return confidence.absent_share(
-            snap, search_mod.profile_query(text, search_mod.analysis_of(snap))
-        )
+        return confidence.absent_share(version, _profile(version, text), 1)
 
     assert share("replay kubernetes") > 0.5  # the absent term is the rarer one
     assert share("replay capture") == 0.0
     assert share("how would you replay it") == 0.0  # function words never count
 
 
-def test_absence_says_nothing_in_a_small_index(snap, embedder):
-    assert snap.searcher.num_docs < confidence.ABSENCE_MIN_CHUNKS
-    profile = search_mod.profile_query("replay kubernetes", search_mod.analysis_of(snap))
-    assert confidence.absent_share(snap, profile) == 0.0
+def test_absence_says_nothing_in_a_small_index(version):
+    least = ConfidenceSettings().absence_min_chunks
+    assert version.searcher.num_docs < least
+    assert confidence.absent_share(version, _profile(version, "replay kubernetes"), least) == 0.0
 
 
 @pytest.mark.parametrize("fusion", ["bm25", "dense"])
-def test_one_retriever_alone(snap, embedder, fusion):
-    result = search(snap, embedder, "WOW6432Node registry key", fusion=fusion, reranker="none")
+def test_one_retriever_alone(engine, fusion):
+    result = search(engine, "WOW6432Node registry key", fusion=fusion, reranker="none")
     scores = [hit.score for hit in result.results]
     assert scores == sorted(scores, reverse=True)
     if fusion == "bm25":
@@ -544,41 +611,44 @@ def test_one_retriever_alone(snap, embedder, fusion):
 def _pair(best_cosine: float) -> tuple[Candidate, Candidate, list[Candidate]]:
     """A chunk first by BM25 and 22nd by cosine, one first by cosine and absent from the BM25
     list (the dense list's best cosine being `best_cosine`), and the 20 between them."""
-    lexical = Candidate(0, 0, bm25=9.0, bm25_rank=1, dense=best_cosine - 0.3)
-    semantic = Candidate(0, 1, dense=best_cosine)
-    between = [Candidate(0, 2 + i, dense=best_cosine - 0.01 * (i + 1)) for i in range(20)]
+    lexical = Candidate(None, 0, 0, bm25=9.0, bm25_rank=1, dense=best_cosine - 0.3)
+    semantic = Candidate(None, 0, 1, dense=best_cosine)
+    between = [Candidate(None, 0, 2 + i, dense=best_cosine - 0.01 * (i + 1)) for i in range(20)]
     return lexical, semantic, [lexical, semantic, *between]
 
 
+K, TRUST = DEFAULT_SETTINGS.adaptive_k, DEFAULT_SETTINGS.dense_trust
+
+
 def test_adaptive_fusion_scores_first_in_both_lists_one():
-    first = Candidate(0, 0, bm25=5.0, bm25_rank=1, dense=0.5, dense_rank=1)
-    other = Candidate(0, 1, bm25=1.0, bm25_rank=2, dense=0.3, dense_rank=2)
-    search_mod.adaptive([first, other])
+    first = Candidate(None, 0, 0, bm25=5.0, bm25_rank=1, dense=0.5, dense_rank=1)
+    other = Candidate(None, 0, 1, bm25=1.0, bm25_rank=2, dense=0.3, dense_rank=2)
+    adaptive([first, other], K, TRUST)
     assert first.score == pytest.approx(1.0)
     assert 0 < other.score < first.score
-    search_mod.adaptive([])  # nothing to rank is not an error
+    adaptive([], K, TRUST)  # nothing to rank is not an error
 
 
 def test_adaptive_fusion_trusts_the_dense_list_more_when_its_best_match_is_close():
     lexical, semantic, everything = _pair(best_cosine=0.6)  # a technical corpus: equal weights
-    search_mod.adaptive(everything)
+    adaptive(everything, K, TRUST)
     assert lexical.score > semantic.score  # found by both beats first in one
     lexical, semantic, everything = _pair(best_cosine=0.8)  # the model on its own ground
-    search_mod.adaptive(everything)
+    adaptive(everything, K, TRUST)
     assert semantic.score > lexical.score
-    wary = search_mod.DenseTrust(start=0.85, slope=20.0)  # a start above .80: equal weights
-    search_mod.adaptive(everything, trust=wary)
+    wary = DenseTrust(start=0.85, slope=20.0)  # a start above .80: equal weights
+    adaptive(everything, K, wary)
     assert lexical.score > semantic.score
 
 
-def test_every_fusion_ranks(snap, embedder):
-    for fusion in ("adaptive", "rrf", "weighted"):
-        result = search(snap, embedder, "max_connections", fusion=fusion)
+def test_every_fusion_ranks(engine):
+    for fusion in (Fusion.ADAPTIVE, Fusion.RRF, "weighted"):
+        result = search(engine, "max_connections", fusion=fusion)
         assert "max_connections" in result.results[0].text
 
 
-def test_one_per_page(snap, embedder):
-    result = search(snap, embedder, "widget", num_results=10, one_per_page=True)
+def test_one_per_page(engine):
+    result = search(engine, "widget", num_results=10, one_per_page=True)
     doc_ids = [h.doc_id for h in result.results]
     assert len(doc_ids) == len(set(doc_ids)) > 1
     scores = [h.score for h in result.results]
@@ -588,16 +658,17 @@ def test_one_per_page(snap, embedder):
 # --- rerankers -------------------------------------------------------------------------------
 
 
-def test_default_reranker_is_maxsim_when_token_vectors_exist(snap):
-    assert isinstance(resolve_reranker("default", snap), MaxSimReranker)
-    assert resolve_reranker("none", snap) is None
+def test_default_reranker_is_maxsim_when_token_vectors_exist(version, engine):
+    assert isinstance(resolve_reranker("default", version), MaxSimReranker)
+    assert resolve_reranker("none", version) is None
     with pytest.raises(RerankerError, match="unknown reranker"):
-        resolve_reranker("bogus", snap)
+        resolve_reranker("bogus", version)
+    assert engine.reranker_name() == "maxsim"
 
 
-def test_maxsim_reranker_moves_scores(snap, embedder):
-    plain = search(snap, embedder, "device object deleted before enrollment", reranker="none")
-    reranked = search(snap, embedder, "device object deleted before enrollment", reranker="maxsim")
+def test_maxsim_reranker_moves_scores(engine):
+    plain = search(engine, "device object deleted before enrollment", reranker="none")
+    reranked = search(engine, "device object deleted before enrollment", reranker="maxsim")
     assert reranked.results[0].path == "troubleshooting/errors.md"
     assert [h.score for h in plain.results] != [h.score for h in reranked.results]
 
@@ -712,8 +783,8 @@ def test_cross_encoder_scores_pairs(cross_encoder_dir):
     assert struct.pack("<f", scores[1]) != struct.pack("<f", scores[0])
 
 
-def test_cross_encoder_reorders_the_head(snap, embedder, cross_encoder_dir):
-    result = search(snap, embedder, "widget", reranker=f"cross-encoder:{cross_encoder_dir}")
+def test_cross_encoder_reorders_the_head(engine, cross_encoder_dir):
+    result = search(engine, "widget", reranker=f"cross-encoder:{cross_encoder_dir}")
     reranker = CrossEncoderReranker.cached(str(cross_encoder_dir))
     passages = [" › ".join(h.headings) + "\n" + h.text for h in result.results]
     expected = reranker.scores("widget", passages)

@@ -20,7 +20,7 @@ from docdex.index_format import metrics
 from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import pending_requests
 from docdex.server.answers.shapes import Document, PageList, ReindexReceipt, SourceList
-from docdex.server.engine.hits import SearchResult
+from docdex.server.engine import SearchResult
 from docdex.serverproc import ServeProcess, call_tool, call_tools, free_port
 
 from fixtures import FAQ_E1234, INSTALL, build_workspace, http, index_workspace, wait_for
@@ -500,5 +500,7 @@ def test_cli_search_prints_hits_and_json(servers, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["results"][0]["doc_id"] == "docs:faq.md" and len(out["results"]) == 2
 
-    assert run_search_command(servers.data, "E1234", source="nope") == 1
-    assert "valid sources: docs" in capsys.readouterr().err
+    from docdex.cli import main  # an error reaches the CLI's one handler: a line, exit 1
+
+    assert main(["--data", str(servers.data.root), "search", "E1234", "--source", "nope"]) == 1
+    assert "docdex: error: unknown source 'nope'; valid sources: docs" in capsys.readouterr().err

@@ -19,10 +19,9 @@ from docdex.index_format.store import (
     load_segment,
 )
 from docdex.indexer.build.compaction import CompactionPolicy, choose_victims, size_tier
-from docdex.server.engine.loaded import Snapshot
-from docdex.server.engine.search import search
+from docdex.server.engine import Engine, EngineSettings
 
-from fixtures import pushed_workspace
+from fixtures import pushed_workspace, search_index
 from gitrepo import Workspace
 
 BOUND = 4  # chunks per streamed segment in these tests
@@ -106,14 +105,14 @@ def test_a_run_writes_several_segments_and_every_chunk_is_found(tmp_path, ws, em
     vectors = chunk_vectors(data)
     assert np.array_equal(vectors["docs:aaa-copy.md#chunk0"], vectors["docs:zzz-copy.md#chunk0"])
 
-    snapshot = Snapshot.load(data, embedder=embedder)
+    engine = Engine.open(data, embedder, settings=EngineSettings(reranker="none"))
     try:
         for n in range(len(TOPICS)):
             for s in range(3):
-                hits = search(snapshot, embedder, f"marker{n}x{s}", reranker=None).results
+                hits = engine.search(f"marker{n}x{s}").results
                 assert hits[0].chunk_id == f"docs:guide/{n}-{TOPICS[n]}.md#chunk{s}"
     finally:
-        snapshot.close()
+        engine.close()
 
 
 @pytest.mark.parametrize("merged", [BOUND, 0])
@@ -141,14 +140,14 @@ def test_streamed_version_equals_a_single_segment_version(tmp_path, ws, embedder
 
     assert content(streamed) == content(single)
     queries = ["how do I turn on backups?", "marker3x2", "what is a tombstone", "quotas status"]
-    snapshots = [Snapshot.load(d, embedder=embedder) for d in (streamed, single)]
+    engines = [Engine.open(d, embedder) for d in (streamed, single)]
     try:
         for query in queries:
-            ids = [[h.chunk_id for h in search(s, embedder, query).results] for s in snapshots]
+            ids = [[h.chunk_id for h in e.search(query).results] for e in engines]
             assert ids[0] == ids[1], query
     finally:
-        for snapshot in snapshots:
-            snapshot.close()
+        for engine in engines:
+            engine.close()
 
 
 def test_later_runs_reuse_vectors_and_a_push_writes_one_small_segment(tmp_path, ws, embedder):
@@ -287,7 +286,8 @@ def test_a_run_lets_go_of_the_model_it_loaded_before_it_compacts(
     import gc
     import weakref
 
-    from docdex.indexer.build import run as pipeline
+    from docdex.indexer.build import passage_model, publish
+    from docdex.indexer.build.run import index_sources
 
     class Model:  # stands for a model the run loads: it holds the only reference
         def __getattr__(self, name):
@@ -300,7 +300,7 @@ def test_a_run_lets_go_of_the_model_it_loaded_before_it_compacts(
         loaded.append(weakref.ref(model))
         return model
 
-    real_compact = pipeline.compact
+    real_compact = publish.compact
     held_at_compaction: list[bool] = []
 
     def compact(*args, **kwargs):
@@ -308,10 +308,10 @@ def test_a_run_lets_go_of_the_model_it_loaded_before_it_compacts(
         held_at_compaction.append(any(ref() is not None for ref in loaded))
         return real_compact(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "load_embedder", load_model)
-    monkeypatch.setattr(pipeline, "compact", compact)
+    monkeypatch.setattr(passage_model, "load_passage_model", load_model)
+    monkeypatch.setattr(publish, "compact", compact)
     data = DataDir(tmp_path / "data")
-    report = pipeline.index_sources(data, make_config(ws, segment_chunks=BOUND, max_segments=2))
+    report = index_sources(data, make_config(ws, segment_chunks=BOUND, max_segments=2))
     assert report.sources[0].chunks_embedded > 0 and len(loaded) == 1
     assert report.compacted and held_at_compaction == [False]
 
@@ -363,12 +363,8 @@ def test_a_crash_between_segments_keeps_the_last_good_version(tmp_path, ws, embe
     monkeypatch.undo()
     assert current_version(data) == 1
     assert live_state(data)[1:] == before[1:]
-    snapshot = Snapshot.load(data, embedder=embedder)
-    try:
-        hits = search(snapshot, embedder, "marker1x2", reranker=None).results
-        assert hits[0].chunk_id == "docs:guide/1-backups.md#chunk2"
-    finally:
-        snapshot.close()
+    hits = search_index(data, embedder, "marker1x2", reranker="none").results
+    assert hits[0].chunk_id == "docs:guide/1-backups.md#chunk2"
 
     report = run(data, config, embedder)
     assert report.published and report.segments_written >= 2

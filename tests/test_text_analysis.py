@@ -1,6 +1,6 @@
 """The query analyses (index_format.text) against what Tantivy indexes for the documents the
-indexer writes (indexer.textindex.chunk_document), for every analysis version an index may
-have: a query term that the index never made would silently match nothing."""
+indexer writes (indexer/build/textindex.py, `text_document`), for every analysis version an
+index may have: a query term that the index never made would silently match nothing."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from docdex.index_format.text import (
     analyze,
     text_analysis,
 )
-from docdex.indexer.build.textindex import chunk_document
+from docdex.indexer.build.textindex import text_document
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,7 +64,7 @@ def indexed_terms(text: str, analysis: TextAnalysis) -> dict[str, set[str]]:
         window_start=0,
         window_count=0,
     )
-    writer.add_document(chunk_document(chunk, text, analysis))
+    writer.add_document(text_document(chunk, text, analysis))
     writer.commit()
     writer.wait_merging_threads()
     index.reload()

@@ -15,9 +15,7 @@ from test_pipeline import (
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current, load_pages
 from docdex.index_format.tokens import TOKEN_FILES, chunk_tokens, load_token_vectors
-from docdex.server.engine.loaded import Snapshot
-from docdex.server.engine.rerank import MaxSimReranker, resolve_reranker
-from docdex.server.engine.search import search
+from docdex.server.engine import Engine
 
 from fixtures import FAQ, INSTALL, pushed_workspace
 from gitrepo import Workspace
@@ -61,9 +59,9 @@ def test_first_index_writes_token_vectors_and_maxsim_serves(tmp_path, ws, embedd
     assert arrays.projection.shape == (384, 64)
     assert all(arrays.offsets[i] < arrays.offsets[i + 1] for i in range(ref.chunks))
 
-    snapshot = Snapshot.load(data, embedder=embedder)
-    assert isinstance(resolve_reranker("default", snapshot), MaxSimReranker)
-    result = search(snapshot, embedder, "which compiler do I need to build hnswlib?")
+    engine = Engine.open(data, embedder)
+    assert engine.reranker_name() == "maxsim"
+    result = engine.search("which compiler do I need to build hnswlib?")
     assert result.results and result.results[0].path == "guide/install.md"
 
 
@@ -86,8 +84,8 @@ def test_rename_reuses_token_rows_without_embedding(tmp_path, ws, embedder):
         # re-projected through the new segment's basis and quantised again
         np.testing.assert_allclose(new_rows, old_rows, atol=0.05)
     assert_consistent(data, ws)
-    snapshot = Snapshot.load(data, embedder=embedder)
-    assert isinstance(resolve_reranker("default", snapshot), MaxSimReranker)
+    engine = Engine.open(data, embedder)
+    assert engine.reranker_name() == "maxsim"
 
 
 def test_compaction_keeps_token_vectors(tmp_path, ws, embedder):
@@ -99,9 +97,9 @@ def test_compaction_keeps_token_vectors(tmp_path, ws, embedder):
     assert_tiers_within(data, 2)
     assert all(token_files(data))
     assert_consistent(data, ws)
-    snapshot = Snapshot.load(data, embedder=embedder)
-    assert isinstance(resolve_reranker("default", snapshot), MaxSimReranker)
-    result = search(snapshot, embedder, "section about topic 21")
+    engine = Engine.open(data, embedder)
+    assert engine.reranker_name() == "maxsim"
+    result = engine.search("section about topic 21")
     assert result.results[0].path == "page3.md"
 
 
@@ -112,8 +110,8 @@ def test_turning_it_on_later_embeds_chunks_again_with_tokens(tmp_path, ws, embed
     assert report.published
     assert report.sources[0].chunks_reused == 0 and report.sources[0].chunks_embedded > 0
     assert token_files(data) == [True]
-    snapshot = Snapshot.load(data, embedder=embedder)
-    assert isinstance(resolve_reranker("default", snapshot), MaxSimReranker)
+    engine = Engine.open(data, embedder)
+    assert engine.reranker_name() == "maxsim"
 
 
 def test_off_by_default_writes_no_token_vectors(tmp_path, ws, embedder):
@@ -123,6 +121,6 @@ def test_off_by_default_writes_no_token_vectors(tmp_path, ws, embedder):
     manifest = load_current(data)
     assert manifest.format_minor == 2  # every new manifest is 1.2 (checksums)
     assert not any((data.segment(manifest.segments[0].id) / f).exists() for f in TOKEN_FILES)
-    snapshot = Snapshot.load(data, embedder=embedder)
-    assert resolve_reranker("default", snapshot) is None
-    assert search(snapshot, embedder, "install with a prefix").results
+    engine = Engine.open(data, embedder)
+    assert engine.reranker_name() == "none"
+    assert engine.search("install with a prefix").results

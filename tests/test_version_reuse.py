@@ -7,18 +7,16 @@ from __future__ import annotations
 import pytest
 
 from docdex.index_format.layout import DataDir
-from docdex.server.boot import load_snapshot
-from docdex.server.engine import loaded as snapshot_mod
-from docdex.server.engine import search as search_mod
-from docdex.server.engine.loaded import Snapshot
-from docdex.server.engine.scope import Scope
-from docdex.server.engine.search import dense_top, search
+from docdex.server.boot import engine_loader
+from docdex.server.engine import Engine, EngineSettings, Fusion
 
 from fixtures import index_workspace
 from gitrepo import Workspace
 
 TOPICS = ("otters", "glaciers", "lighthouses", "sourdough", "comets", "tram lines")
 QUERIES = ("how do otters hold hands", "sourdough starter", "a comet's tail", "glacier melt")
+GRAPHS = EngineSettings(exact_dense_max_rows=0)  # HNSW for every segment
+DENSE_ONLY = EngineSettings(exact_dense_max_rows=0, fusion=Fusion.DENSE, reranker="none")
 
 
 def page(topic: str, edit: str = "") -> str:
@@ -44,45 +42,51 @@ def two_versions(tmp_path_factory, embedder):
     return data, first, second
 
 
-@pytest.fixture(autouse=True)
-def graphs_everywhere(monkeypatch):
-    monkeypatch.setattr(search_mod, "EXACT_DENSE_MAX_ROWS", 0)  # HNSW for every segment
+def answers(engine: Engine) -> list:
+    dense = engine.with_settings(DENSE_ONLY)
+    return [
+        [
+            [(h.chunk_id, h.score) for h in e.search(q, 10 if e is dense else 5).results]
+            for q in QUERIES
+        ]
+        for e in (dense, engine)
+    ]
 
 
-def answers(snapshot: Snapshot, embedder) -> list:
-    dense = [dense_top(snapshot, embedder.embed_query(q), Scope()) for q in QUERIES]
-    hits = [[h.chunk_id for h in search(snapshot, embedder, q, 5).results] for q in QUERIES]
-    return [dense, hits]
+def by_id(engine: Engine) -> dict:
+    return {s.id: s for s in engine.segments()}
 
 
 def test_a_swap_shares_what_did_not_change_and_answers_as_a_cold_open(two_versions, embedder):
     data, first, second = two_versions
-    load = load_snapshot(data, embedder)
+    load = engine_loader(data, embedder, GRAPHS)
     old, new = load(first), load(second)
-    [kept] = old.segments
-    shared = new.segments[new.segment_positions[kept.id]]
-    assert shared is not kept and shared.segment is kept.segment  # more tombstones
-    assert shared.graph is kept.graph and shared.stale_rows > 0
-    assert shared.stale_rows == int((kept.live_rows & ~shared.live_rows).sum())
+    [kept] = old.segments()
+    shared = by_id(new)[kept.id]
+    assert shared.opened_by == first  # its files were read once, by the older version
+    assert shared.live_chunks < kept.live_chunks  # more tombstones
+    assert shared.graph_version == first and shared.stale_rows > 0  # the old graph, shared
+    assert shared.stale_rows == kept.live_windows - shared.live_windows
     edited = "docs:page3.md"
     assert new.pages[edited] is not old.pages[edited]
     assert all(new.pages[d] is old.pages[d] for d in old.pages if d != edited)
 
-    cold = load_snapshot(data, embedder)(second)
-    assert cold.segments[0].graph is not kept.graph and cold.segments[0].stale_rows == 0
-    assert answers(new, embedder) == answers(cold, embedder)
+    cold = engine_loader(data, embedder, GRAPHS)(second)
+    assert by_id(cold)[kept.id].graph_version == second and by_id(cold)[kept.id].stale_rows == 0
+    assert answers(new) == answers(cold)
     old.close()  # the old version goes; what the new one shares stays
-    assert answers(new, embedder) == answers(cold, embedder)
+    assert answers(new) == answers(cold)
     new.close()
     cold.close()
 
 
 def test_the_same_version_opened_again_is_the_same_segments(two_versions, embedder):
     data, _first, second = two_versions
-    before = Snapshot.load(data, second)
-    again = Snapshot.load(data, second, before=before)
-    assert [a is b for a, b in zip(again.segments, before.segments, strict=True)] == [True, True]
-    assert again.page_tables == before.page_tables and again.pages == before.pages
+    before = Engine.open(data, embedder, second)
+    again = Engine.open(data, embedder, second, before=before)
+    assert [s.opened_by for s in again.segments()] == [second, second]
+    assert again.pages == before.pages
+    assert all(again.pages[d] is before.pages[d] for d in before.pages)
     before.close()
     again.close()
 
@@ -91,24 +95,25 @@ def test_an_older_version_does_not_take_a_graph_with_more_rows_marked(two_versio
     """Falling back to an older version: its live rows are marked deleted in the newer
     version's graph, so it loads its own."""
     data, first, second = two_versions
-    load = load_snapshot(data, embedder)
+    load = engine_loader(data, embedder, GRAPHS)
     new = load(second)
     older = load(first)
-    [segment] = older.segments
-    assert segment.graph is not new.segments[0].graph and segment.stale_rows == 0
-    cold = Snapshot.load(data, first)
-    assert answers(older, embedder) == answers(cold, embedder)
-    for snapshot in (new, older, cold):
-        snapshot.close()
+    [segment] = older.segments()
+    assert segment.graph_version == first and segment.stale_rows == 0
+    cold = Engine.open(data, embedder, first, GRAPHS)
+    assert answers(older) == answers(cold)
+    for engine in (new, older, cold):
+        engine.close()
 
 
-def test_a_graph_shared_past_the_stale_limit_is_loaded_anew(two_versions, embedder, monkeypatch):
+def test_a_graph_shared_past_the_stale_limit_is_loaded_anew(two_versions, embedder):
     data, first, second = two_versions
-    monkeypatch.setattr(snapshot_mod, "MAX_STALE_ROWS", 0)
-    load = load_snapshot(data, embedder)
+    strict = EngineSettings(exact_dense_max_rows=0, max_stale_rows=0)
+    load = engine_loader(data, embedder, strict)
     old, new = load(first), load(second)
-    shared = new.segments[new.segment_positions[old.segments[0].id]]
-    assert shared.segment is old.segments[0].segment
-    assert shared.graph is not old.segments[0].graph and shared.stale_rows == 0
+    [kept] = old.segments()
+    shared = by_id(new)[kept.id]
+    assert shared.opened_by == first
+    assert shared.graph_version == second and shared.stale_rows == 0
     old.close()
     new.close()

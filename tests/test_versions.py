@@ -18,9 +18,8 @@ from docdex.index_format.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_manifest, point_current, write_manifest
 from docdex.indexer.build.run import index_sources
-from docdex.server.boot import load_snapshot
-from docdex.server.engine import search as search_mod
-from docdex.server.engine.search import search
+from docdex.server.boot import engine_loader
+from docdex.server.engine import DEFAULT_SETTINGS, EngineSettings
 from docdex.server.versions import NoVersion, VersionHolder
 from docdex.serverproc import ServeProcess
 
@@ -91,7 +90,7 @@ def data_copy(two_versions, tmp_path):
 
 def test_a_lease_keeps_its_version_until_released(data_copy, embedder):
     data, first, second = data_copy
-    load = load_snapshot(data, embedder)
+    load = engine_loader(data, embedder)
     holder = VersionHolder(data, load)
     holder.swap(load(first))
     with holder.acquire() as old:
@@ -99,7 +98,7 @@ def test_a_lease_keeps_its_version_until_released(data_copy, embedder):
         assert holder.serving == second
         stats = holder.stats()
         assert stats.held_old == [first] and stats.closed == 0 and stats.swaps == 2
-        result = search(old, embedder, QUERY, 5)  # the held version still answers
+        result = old.search(QUERY, 5)  # the held version still answers
         assert result.index_version == first
         assert all("gen1" in hit.text for hit in result.results)
         with holder.acquire() as new:
@@ -117,30 +116,30 @@ def test_a_version_is_opened_while_the_model_is_still_loading(data_copy, embedde
     ready; only the warm-up search waits for it (adr/0025)."""
     from concurrent.futures import Future
 
-    from docdex.server.engine.loaded import Snapshot
+    from docdex.server.engine.loaded import LoadedVersion
 
     data, _first, second = data_copy
     opened = threading.Event()
-    real_load = Snapshot.load
+    real_load = LoadedVersion.load
 
     def load_and_tell(*args, **kwargs):
-        snapshot = real_load(*args, **kwargs)
+        version = real_load(*args, **kwargs)
         opened.set()
-        return snapshot
+        return version
 
-    monkeypatch.setattr(Snapshot, "load", load_and_tell)
+    monkeypatch.setattr(LoadedVersion, "load", load_and_tell)
     model: Future = Future()
     loaded: list = []
-    loading = threading.Thread(target=lambda: loaded.append(load_snapshot(data, model)(second)))
+    loading = threading.Thread(target=lambda: loaded.append(engine_loader(data, model)(second)))
     loading.start()
     assert opened.wait(60)
     loading.join(0.2)
     assert loading.is_alive() and not loaded  # open, and waiting for the model to warm up
     model.set_result(embedder)
     loading.join(60)
-    [snapshot] = loaded
-    assert search(snapshot, embedder, QUERY, 5).index_version == second
-    snapshot.close()
+    [engine] = loaded
+    assert engine.search(QUERY, 5).index_version == second
+    engine.close()
 
 
 def test_a_cold_start_leaves_the_identifier_vocabulary_to_the_first_literal_query(
@@ -149,38 +148,38 @@ def test_a_cold_start_leaves_the_identifier_vocabulary_to_the_first_literal_quer
     """Listing the identifier terms (76 ms on PowerShell-Docs) is part of a swap's warm-up,
     not of a cold start's; a query without literals never lists them."""
     data, first, second = data_copy
-    load = load_snapshot(data, embedder)
+    load = engine_loader(data, embedder)
     cold, swapped = load(first), load(second)
-    assert "ident_vocabulary" not in cold.cache and "ident_vocabulary" in swapped.cache
-    search(cold, embedder, "zebra crossing", 3)
-    assert "ident_vocabulary" not in cold.cache
-    search(cold, embedder, "gen1_marker", 3)
-    assert "ident_vocabulary" in cold.cache
+    assert not cold.derived().identifier_vocabulary and swapped.derived().identifier_vocabulary
+    cold.search("zebra crossing", 3)
+    assert not cold.derived().identifier_vocabulary
+    cold.search("gen1_marker", 3)
+    assert cold.derived().identifier_vocabulary
     cold.close()
     swapped.close()
 
 
-@pytest.mark.parametrize("exact_rows", [search_mod.EXACT_DENSE_MAX_ROWS, 0])
+@pytest.mark.parametrize("exact_rows", [DEFAULT_SETTINGS.exact_dense_max_rows, 0])
 def test_a_warmed_version_answers_after_gc_deletes_its_segment_files(
-    data_copy, embedder, monkeypatch, exact_rows
+    data_copy, embedder, exact_rows
 ):
     """Warm-up reads or opens what searches use: small segments their float32 copy only (the
     HNSW graph is never loaded for them); with exact search off, the graph and the vectors."""
-    monkeypatch.setattr(search_mod, "EXACT_DENSE_MAX_ROWS", exact_rows)  # 0: HNSW everywhere
     data, _first, second = data_copy
-    snapshot = load_snapshot(data, embedder)(second)
-    loaded = ["graph" in seg.__dict__ for seg in snapshot.segments]
-    assert loaded == [exact_rows == 0] * len(snapshot.segments)
+    settings = EngineSettings(exact_dense_max_rows=exact_rows)  # 0: HNSW everywhere
+    engine = engine_loader(data, embedder, settings)(second)
+    loaded = [s.graph_loaded for s in engine.segments()]
+    assert loaded == [exact_rows == 0] * len(loaded)
     shutil.rmtree(data.segments)
-    result = search(snapshot, embedder, QUERY, 5)
+    result = engine.search(QUERY, 5)
     assert result.results and all("gen2" in hit.text for hit in result.results)
-    assert ["graph" in seg.__dict__ for seg in snapshot.segments] == loaded
-    snapshot.close()
+    assert [s.graph_loaded for s in engine.segments()] == loaded
+    engine.close()
 
 
 def test_an_unservable_version_is_refused_and_the_old_one_keeps_serving(data_copy, embedder):
     data, _first, second = data_copy
-    holder = VersionHolder(data, load_snapshot(data, embedder))
+    holder = VersionHolder(data, engine_loader(data, embedder))
     holder.refresh()
     assert holder.serving == second
 
@@ -189,8 +188,8 @@ def test_an_unservable_version_is_refused_and_the_old_one_keeps_serving(data_cop
     refused = holder.stats().refused_version
     assert refused is not None and refused.version == second + 1
     assert "some-other-model" in refused.error and "dim 768" in refused.error
-    with holder.acquire() as snapshot:
-        assert snapshot.version == second
+    with holder.acquire() as engine:
+        assert engine.version == second
 
     manifest = load_manifest(data, second)
     data.manifest(second + 2).write_bytes(
@@ -209,7 +208,7 @@ def test_an_unservable_version_is_refused_and_the_old_one_keeps_serving(data_cop
 
 def test_nothing_to_serve_is_explained(tmp_path, embedder):
     empty = DataDir(tmp_path / "empty")
-    holder = VersionHolder(empty, load_snapshot(empty, embedder))
+    holder = VersionHolder(empty, engine_loader(empty, embedder))
     holder.refresh()
     with pytest.raises(NoVersion, match="docdex index"), holder.acquire():
         pass
@@ -219,7 +218,7 @@ def test_nothing_to_serve_is_explained(tmp_path, embedder):
 def test_the_first_version_refused_leaves_nothing_to_serve(data_copy, embedder):
     data, _first, second = data_copy
     refuse_by_embedder(data, second, second + 1)
-    holder = VersionHolder(data, load_snapshot(data, embedder))
+    holder = VersionHolder(data, engine_loader(data, embedder))
     holder.refresh()
     with pytest.raises(NoVersion, match="some-other-model"), holder.acquire():
         pass

@@ -28,10 +28,8 @@ from docdex.indexer.triggers.watch import (
     WatchLoop,
     watched_sources,
 )
-from docdex.server.engine.loaded import Snapshot
-from docdex.server.engine.search import search
 
-from fixtures import wait_for
+from fixtures import search_index, wait_for
 from gitrepo import Workspace, git
 
 GUIDE = "# Install\n\nRun the installer with `--prefix /opt/docdex` to pick a directory.\n"
@@ -98,11 +96,7 @@ def page_paths(data: DataDir) -> set[str]:
 
 def found(data: DataDir, embedder, query: str) -> set[str]:
     """Paths of the hits for `query` in the current version, through the real search."""
-    snapshot = Snapshot.load(data, embedder=embedder)
-    try:
-        result = search(snapshot, embedder, query, 5)
-    finally:
-        snapshot.close()
+    result = search_index(data, embedder, query, 5)
     return {hit.path for hit in result.results if query.lower() in hit.text.lower()}
 
 

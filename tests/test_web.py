@@ -24,7 +24,7 @@ from docdex.index_format.layout import DataDir
 from docdex.indexer.build.run import index_sources
 from docdex.server.answers.pageview import page_view
 from docdex.server.answers.render import Where, link_target, render_markdown
-from docdex.server.engine.loaded import Snapshot
+from docdex.server.engine import Engine
 from docdex.server.http.page import CONTENT_SECURITY_POLICY, page_bytes
 from docdex.serverproc import ServeProcess
 
@@ -264,12 +264,12 @@ def test_render_escapes_html_numbers_blocks_and_never_writes_an_image_or_style()
 
 
 def test_a_long_page_is_cut_at_a_line_with_a_note(site, embedder):
-    snapshot = Snapshot.load(site.data, embedder=embedder)
+    engine = Engine.open(site.data, embedder)
     try:
-        page = snapshot.pages["docs:guide/install.md"]
-        whole, cut = page_view(snapshot, page), page_view(snapshot, page, limit=90)
+        page = engine.pages["docs:guide/install.md"]
+        whole, cut = page_view(engine, page), page_view(engine, page, limit=90)
     finally:
-        snapshot.close()
+        engine.close()
     assert not whole.cut and whole.note == "" and whole.last_line == whole.lines == 11
     assert "Requirements" in whole.html and whole.page.title == "Install guide"
     assert cut.cut and cut.last_line == 8 and "Requirements" not in cut.html
@@ -279,13 +279,13 @@ def test_a_long_page_is_cut_at_a_line_with_a_note(site, embedder):
 
 def test_api_page_refuses_ids_outside_the_index(site):
     auth = {"Authorization": f"Bearer {TOKEN}"}
-    for doc_id, message in [
-        ("docs:../../etc/passwd", "never contain '..'"),
-        ("docs:missing.md", "no document 'docs:missing.md'"),
-        ("", "doc_id is empty"),
+    for doc_id, status, message in [
+        ("docs:../../etc/passwd", 400, "never contain '..'"),
+        ("docs:missing.md", 404, "no document 'docs:missing.md'"),
+        ("", 400, "doc_id is empty"),
     ]:
         reply = http(site.url(f"/api/page?doc_id={quote(doc_id)}"), auth)
-        assert reply.status == 400 and message in reply.json()["error"], (doc_id, reply.body)
+        assert reply.status == status and message in reply.json()["error"], (doc_id, reply.body)
 
 
 # --- what answers without the token ----------------------------------------------------------

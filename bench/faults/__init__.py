@@ -1,1 +1,1 @@
-"""The fault campaign of issue 16: scenarios that inject faults and count what was lost."""
+"""The fault campaign: scenarios that inject faults and count what was lost."""

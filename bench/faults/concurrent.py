@@ -101,7 +101,7 @@ def run(quick: bool, work: Path) -> list[Row]:
         threading.Thread(target=c.run, args=(range(k * share, (k + 1) * share),))
         for k, c in enumerate(clones)
     ]
-    say(f"[chaos concurrent] {CLONES} clones pushing {total} commits through the hook ...")
+    say(f"[faults concurrent] {CLONES} clones pushing {total} commits through the hook ...")
     started = time.monotonic()
     for thread in threads:
         thread.start()
@@ -111,7 +111,7 @@ def run(quick: bool, work: Path) -> list[Row]:
     head = git("rev-parse", "main", cwd=bare)
     settled = _settle(data, head)
     _stop_worker(data)
-    say("[chaos concurrent] building the reference index from scratch ...")
+    say("[faults concurrent] building the reference index from scratch ...")
     content = index_content(data)
     differences = index_differences(content, References(work, bare, {}).at(head), limit=10)
     pages = len(content.sources["docs"].pages) if content and "docs" in content.sources else 0

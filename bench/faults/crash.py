@@ -217,12 +217,12 @@ class Campaign:
         if problems:
             tally.lost += 1
             tally.notes.append("; ".join(problems[:3]))
-            say(f"[chaos crash] {operation}/{point}: {problems[:3]}")
+            say(f"[faults crash] {operation}/{point}: {problems[:3]}")
 
 
 def run(quick: bool, work: Path) -> list[Row]:
     campaign = Campaign(work, quick)
-    say("[chaos crash] first index of docdex's docs ...")
+    say("[faults crash] first index of docdex's docs ...")
     campaign.run_whole("full")
     campaign.run_whole("full")  # a --full on an index: the duration random kills aim into
     campaign.durations["full"].pop(0)  # the first embedded everything
@@ -245,7 +245,7 @@ def run(quick: bool, work: Path) -> list[Row]:
                     break
                 campaign.step(operation, point, tallies[(operation, point)])
                 if n % 10 == 9:
-                    say(f"[chaos crash] {n + 1}/{len(steps)} steps")
+                    say(f"[faults crash] {n + 1}/{len(steps)} steps")
             load.stop()
             server.check_alive()
     return _rows(campaign, tallies, load)

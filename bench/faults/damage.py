@@ -149,13 +149,13 @@ class Damages:
         found = _problem_files(checked.stdout)
         if checked.returncode != 1 or target not in found:
             tally.undetected += 1
-            say(f"[chaos damage] {how} {target}: not found by verify ({checked.returncode})")
+            say(f"[faults damage] {how} {target}: not found by verify ({checked.returncode})")
         repaired = docdex_cli(self.live, "index", "--full")
         recovered = repaired.returncode == 0 and verify_data(self.live.root).ok
         version = current_version(self.live) if recovered else None
         if not recovered or not _serves(server, version):
             tally.not_recovered += 1
-            say(f"[chaos damage] {how} {target}: not recovered: {repaired.stderr[-300:]}")
+            say(f"[faults damage] {how} {target}: not recovered: {repaired.stderr[-300:]}")
         answered_damaged = kind != "CURRENT" and damaged in load.versions
         failed = len(load.failures) - failures_before
         tally.served_damaged += bool(failed or answered_damaged or not kept_serving)
@@ -237,7 +237,7 @@ def _problem_files(out: str) -> set[str]:
 
 def run(quick: bool, work: Path) -> list[Row]:
     damages = Damages(work, quick)
-    say("[chaos damage] first index of apm-docs (reusing the bench cache's vectors) ...")
+    say("[faults damage] first index of apm-docs (reusing the bench cache's vectors) ...")
     _seed(damages.live)
     first = docdex_cli(damages.live, "index", "--full")
     assert first.returncode == 0, first.stderr
@@ -250,7 +250,7 @@ def run(quick: bool, work: Path) -> list[Row]:
         with QueryLoad(server, rate=5) as load:
             for n, (kind, how) in enumerate(cases):
                 damages.case(server, load, kind, how, tallies[kind])
-                say(f"[chaos damage] {n + 1}/{len(cases)} cases")
+                say(f"[faults damage] {n + 1}/{len(cases)} cases")
             load.stop()
             server.check_alive()
     return _rows(tallies, load)
@@ -313,8 +313,8 @@ def costs(work: Path, pushes: int = 10, starts: int = 30) -> dict[str, float]:
 
 def _push_costs(damages: Damages, pushes: int) -> dict[str, float]:
     from docdex.index_format import store
-    from docdex.indexer.build import run as pipeline
-    from docdex.indexer.build import segments
+    from docdex.indexer.build import publish, segments
+    from docdex.indexer.build.run import index_sources
 
     def no_sums(path, *_args):
         return []
@@ -334,21 +334,19 @@ def _push_costs(damages: Damages, pushes: int) -> dict[str, float]:
             hashing[-1] += time.perf_counter() - started
 
     damages.push()  # the first push after a full run also pays for the model's first use
-    pipeline.index_sources(damages.live, load_config(damages.live), embedder=damages.embedder)
+    index_sources(damages.live, load_config(damages.live), embedder=damages.embedder)
     for n in range(2 * pushes):
         with_sums = n % 2 == 0
-        segments.directory_sums = pipeline.directory_sums = timed_sums if with_sums else no_sums
+        segments.directory_sums = publish.directory_sums = timed_sums if with_sums else no_sums
         hashing.append(0.0)
-        pipeline.write_pages = real_pages if with_sums else unsummed_pages
+        publish.write_pages = real_pages if with_sums else unsummed_pages
         damages.push()
         started = time.perf_counter()
-        report = pipeline.index_sources(
-            damages.live, load_config(damages.live), embedder=damages.embedder
-        )
+        report = index_sources(damages.live, load_config(damages.live), embedder=damages.embedder)
         timed[with_sums].append(time.perf_counter() - started)
         assert report.published
-    segments.directory_sums = pipeline.directory_sums = real
-    pipeline.write_pages = real_pages
+    segments.directory_sums = publish.directory_sums = real
+    publish.write_pages = real_pages
     on, off = statistics.median(timed[True]), statistics.median(timed[False])
     sums = statistics.median(hashing[0::2])
     return {

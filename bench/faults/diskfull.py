@@ -80,7 +80,7 @@ class DiskFull:
         self.mnt, self.scratch = mnt, scratch
         self.data = DataDir(mnt / "data")
         write_config(self.data, {"docs": bare})
-        say("[chaos disk-full] first index ...")
+        say("[faults disk-full] first index ...")
         _check(docdex_cli(self.data, "index"))
         self.moves = 0
 
@@ -142,7 +142,7 @@ class DiskFull:
         attempt.failed_cleanly = not problems
         attempt.problems = "; ".join(problems)
         if problems:
-            say(f"[chaos disk-full] {stage}: {attempt.problems}")
+            say(f"[faults disk-full] {stage}: {attempt.problems}")
         return attempt
 
     def worker_attempt(self) -> Attempt:

@@ -1,4 +1,4 @@
-"""What the chaos scenarios share: a small real corpus, a bounded query client against a
+"""What the fault scenarios share: a small real corpus, a bounded query client against a
 `docdex serve` on 127.0.0.1, the CLI, verification, and the one comparison of two indexes."""
 
 from __future__ import annotations
@@ -277,10 +277,10 @@ class References:
     data directory, one run, with this process's model), built once per commit."""
 
     def __init__(self, work: Path, bare: Path, settings: dict) -> None:
-        from docdex.indexer.build.run import load_embedder
+        from docdex.indexer.build.passage_model import load_passage_model
 
         self.work, self.bare, self.settings = work, bare, settings
-        self.embedder = CachingEmbedder(load_embedder(Settings(**settings)))
+        self.embedder = CachingEmbedder(load_passage_model(Settings(**settings)))
         self.built: dict[str, IndexContent | None] = {}
 
     def at(self, commit: str) -> IndexContent | None:

@@ -165,7 +165,7 @@ def measure(
     take_in = 0.0
     base_fds = open_fds(target)
     for number in range(rounds):
-        say(f"[chaos] slow-sockets: round {number + 1}/{rounds}, {slow} slow sockets")
+        say(f"[faults] slow-sockets: round {number + 1}/{rounds}, {slow} slow sockets")
         with Holder(target.port, slow) as holder:
             connected = time.monotonic()
             while holder.open_count() > held or open_fds(target) - base_fds < held:

@@ -55,12 +55,12 @@ def run(quick: bool, work: Path) -> list[Row]:
     clone, bare = pushed_docs(work / "repo", 30_000)
     data = DataDir(work / "data")
     hook_installed(data, bare)
-    say("[chaos soak] first index ...")
+    say("[faults soak] first index ...")
     docdex_cli(data, "index")
     pushes = 0
     with ServeProcess(data.root, work / "serve.log", worker=True) as server:
         server.wait_serving(180)
-        say(f"[chaos soak] {duration:.0f} s at {RATE:.0f} requests/s, a push every 10 s ...")
+        say(f"[faults soak] {duration:.0f} s at {RATE:.0f} requests/s, a push every 10 s ...")
         with QueryLoad(server, rate=RATE, max_s=duration + 60) as load:
             started = time.monotonic()
             start = end = None

@@ -1,7 +1,10 @@
-"""`just bench [SET|NAME...]`: run benchmarks, print one table, write bench/results/.
+"""`just bench [SET|NAME...]`: run benchmarks, print their figures, keep their summaries.
 
-Sets: `quick` (a few minutes, everyday use) and `full` (everything the issues promise, on
-the large corpora; about an hour on 2 cores). Single benchmarks run by name.
+Sets: `quick` (a few minutes, everyday use), `full` (every figure with a target, on the
+large corpora; about an hour on 2 cores) and `index-ratio` (the two replays whose ratio has
+a target). Single benchmarks run by name. Each run's summary goes to
+bench/results/NAME.json and its table in docs/benchmarks.md is rendered from it;
+`just bench tables` renders every table from the committed summaries, running nothing.
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ import importlib
 import sys
 from collections.abc import Callable
 
-from bench.common import Figure
+from bench import tables
+from bench.common import Figure, say, write_results
 
 
 def _indexing(name: str, *args, **kwargs) -> Callable[[], list[Figure]]:
@@ -40,7 +44,9 @@ BENCHMARKS: dict[str, Callable[[], list[Figure]]] = {
     "scale-quick": _lazy("scale", "bench_scale_quick"),
     "replicas": _lazy("replicas", "bench_replicas"),
 }
+RATIO = "index-ratio"  # the replays' ratio, kept when both ran: its reference is in the run
 SETS = {
+    RATIO: ["index-rustc", "index-powershell"],
     "quick": ["index-apm", "queries", "hooks", "watch"],
     "full": [
         "index-rustc",
@@ -60,28 +66,34 @@ SETS = {
 
 
 def print_table(figures: list[Figure]) -> None:
-    width = max(len(f"{f.bench}: {f.name}") for f in figures)
+    width = max(len(f"{f.group}: {f.name}") for f in figures)
     for f in figures:
         verdict = "" if f.met is None else ("  ok" if f.met else "  MISSED")
         target = f"  target {f.target}" if f.target else ""
-        label = f"{f.bench}: {f.name}"
+        label = f"{f.group}: {f.name}"
         print(f"{label:<{width}}  {f.value:>12} {f.unit:<4}{target}{verdict}")
 
 
 def main(argv: list[str]) -> int:
-    names = [n for arg in (argv or ["full"]) for n in SETS.get(arg, [arg])]
+    if argv == ["tables"]:
+        for problem in tables.update(tables.BENCHMARKS):
+            say(f"[bench] {problem}")
+        return 0
+    names = list(dict.fromkeys(n for arg in (argv or ["full"]) for n in SETS.get(arg, [arg])))
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
-        choices = ", ".join([*SETS, *BENCHMARKS])
+        choices = ", ".join([*SETS, *BENCHMARKS, "tables"])
         print(f"unknown benchmark {unknown[0]!r}; choose from: {choices}", file=sys.stderr)
         return 2
     figures: list[Figure] = []
     for name in names:
         figures += BENCHMARKS[name]()
-    if {"index-rustc", "index-powershell"} <= set(names):
+    if set(SETS[RATIO]) <= set(names):
         from .indexing import cost_follows_change
 
-        figures += cost_follows_change(figures, "rustc", "powershell")
+        ratio = cost_follows_change(figures, "rustc", "powershell")
+        write_results(RATIO, ratio, {"from": SETS[RATIO]})
+        figures += ratio
     print_table(figures)
     return 0
 

@@ -1,4 +1,4 @@
-"""Answer sizes (W2.2): how many characters each MCP tool answers with, on every shipped
+"""Answer sizes: how many characters each MCP tool answers with, on every shipped
 corpus and on a hostile one, against the caps of server/answers/budget.py, beside search latency.
 
 Real processes only: `docdex serve` on 127.0.0.1 with the SDK's streamable HTTP client, and
@@ -37,7 +37,7 @@ from docdex.index_format.records import StoredPage
 from docdex.index_format.store import load_current, load_pages, load_segment
 from docdex.server.answers.budget import ANSWER_CAP_CHARS, DEFAULT_MAX_CHARS, MAX_MAX_CHARS
 from docdex.server.answers.validation import MAX_LIMIT
-from docdex.server.engine.search import MAX_RESULTS
+from docdex.server.engine import MAX_RESULTS
 from docdex.serverproc import ServeProcess, mcp_client
 
 from .indexing import head_index

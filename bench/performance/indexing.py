@@ -250,7 +250,7 @@ def cost_follows_change(figures: list[Figure], small: str, large: str) -> list[F
         return next(
             f.value
             for f in figures
-            if f.bench == f"incremental {corpus}" and f.name.startswith(prefix)
+            if f.group == f"incremental {corpus}" and f.name.startswith(prefix)
         )
 
     ratio = value(large, "median push (<=") / value(small, "median push (<=")

@@ -21,11 +21,10 @@ import numpy as np
 from docdex.evaluation.scoring import load_queries
 from docdex.index_format.config import Config, Settings, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
+from docdex.index_format.store import HNSW_FILE, load_current, load_segment
 from docdex.indexer.build.run import index_sources
 from docdex.model.embedder import Embedder
-from docdex.server.engine.loaded import Snapshot
-from docdex.server.engine.scope import Scope
-from docdex.server.engine.search import bm25_top, profile_query
+from docdex.server.engine import DEFAULT_SETTINGS, Engine
 from docdex.serverproc import ServeProcess
 
 from .indexing import corpus_index
@@ -40,6 +39,7 @@ from bench.common import (
     source_repo,
     write_results,
 )
+from bench.ranking.check import HERE as RANKING_SETS
 
 LATENCY_QUERIES = 150
 SWAP_VERSIONS = 10
@@ -71,9 +71,8 @@ def sample_queries(n: int) -> list[str]:
 def powershell_questions(n: int) -> list[str]:
     """`n` of the questions written for PowerShell-Docs (bench/ranking), longer than
     apm's: their embedding takes about 1 ms more."""
-    sets = Path(__file__).parent / "evalsets"
     names = ("powershell.sections.jsonl", "powershell.handwritten.jsonl")
-    questions = [q.query for name in names for q in load_queries(sets / name)]
+    questions = [q.query for name in names for q in load_queries(RANKING_SETS / name)]
     return random.Random(7).sample(questions, n)
 
 
@@ -195,28 +194,32 @@ def _import_client() -> None:
 
 
 def hnsw_against_exact(data: DataDir, queries: list[str]) -> dict:
-    """Window-level recall@10 of HNSW against exact cosine search, and their speeds."""
+    """Window-level recall@10 of HNSW against exact cosine search over the largest segment
+    (its graph loaded as the engine loads one), their speeds, and BM25's alone."""
+    import hnswlib
+
     embedder = Embedder.load()
-    snapshot = Snapshot.load(data, embedder=embedder)
-    [segment] = [s for s in snapshot.segments if s.graph is not None][:1] or [None]
-    vectors = np.asarray(segment.segment.vectors, dtype=np.float32)
+    manifest = load_current(data)
+    assert manifest is not None
+    ref = max(manifest.segments, key=lambda s: s.windows)
+    segment = load_segment(data, ref.id, manifest.embedder.dim)
+    vectors = np.asarray(segment.vectors, dtype=np.float32)
+    graph = hnswlib.Index(space="cosine", dim=manifest.embedder.dim)
+    graph.load_index(str(segment.path / HNSW_FILE), max_elements=len(vectors))
+    graph.set_ef(DEFAULT_SETTINGS.hnsw_ef)
     qvecs = np.stack([embedder.embed_query(q) for q in queries])
     recalls, hnsw_s, exact_s = [], [], []
     for q in qvecs:
         started = time.perf_counter()
-        labels, _ = segment.graph.index.knn_query(q, k=10)
+        labels, _ = graph.knn_query(q, k=10)
         hnsw_s.append(time.perf_counter() - started)
         started = time.perf_counter()
         exact = np.argpartition(-(vectors @ q), 10)[:10]
         exact_s.append(time.perf_counter() - started)
         recalls.append(len(set(labels[0].tolist()) & set(exact.tolist())) / 10)
-    bm25_s = []
-    for query in queries:
-        profile = profile_query(query)
-        started = time.perf_counter()
-        bm25_top(snapshot, profile, Scope())
-        bm25_s.append(time.perf_counter() - started)
-    snapshot.close()
+    engine = Engine.open(data, embedder)
+    bm25_s = [engine.time_stages(query).bm25[0] for query in queries]
+    engine.close()
     return {
         "windows": len(vectors),
         "recall": statistics.mean(recalls),

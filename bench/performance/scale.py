@@ -45,6 +45,7 @@ from bench.common import (
     CACHE,
     CORPORA,
     GIT_ENV,
+    ROOT,
     Figure,
     children_cpu,
     docdex,
@@ -71,7 +72,7 @@ SERVER_QUERIES = 100
 PUSHES = 3
 PUSH_PAGES = 3
 LOADS = 3
-PLOT = Path(__file__).resolve().parents[1] / "docs" / "img" / "scale.png"
+PLOT = ROOT / "docs" / "img" / "scale.png"
 
 
 # --- real text --------------------------------------------------------------------------
@@ -126,10 +127,13 @@ def _write_all(stream, data: bytes) -> None:
     stream.close()
 
 
+POOL_CORPORA = ("apm", "rustc", "powershell", "msmarco")  # what every scale run drew from
+
+
 def section_pool() -> list[tuple[str, str]]:
     """Every usable section of the four corpora, in a fixed order."""
     pool = []
-    for corpus in CORPORA:
+    for corpus in POOL_CORPORA:
         for path, text in corpus_pages(corpus):
             fallback = Path(path).stem.replace("-", " ")
             for heading, body in sections_of(text):
@@ -343,8 +347,8 @@ def build_one(
 class Measured(msgspec.Struct):
     build: Build
     bytes: dict[str, int]  # by kind of file, of the files the version names
-    load_s: list[float]  # Snapshot.load, in process, files in the page cache
-    query_ms: list[float]  # search(), in process, the real query model
+    load_s: list[float]  # a version opened and warmed, in process, files in the page cache
+    query_ms: list[float]  # Engine.search, in process, the real query model
     stage_ms: dict[str, float]  # p50 of each part of a query
     serve_ready_s: float  # `docdex serve` start to serving the version
     server_rss_mb: float  # after SERVER_QUERIES /api/search queries
@@ -356,7 +360,7 @@ class Measured(msgspec.Struct):
     push_cpu_s: list[float] = []  # CPU time of each `docdex index` process (every thread)
     swap_s: list[float] = []  # each pushed version opened beside the one before (adr/0028)
     swap_cpu_s: list[float] = []  # CPU time of the same
-    query_one_thread_ms: list[float] = []  # search() with no helper thread (adr/0029)
+    query_one_thread_ms: list[float] = []  # Engine.search with no helper thread (adr/0029)
     query_one_thread_cpu_ms: list[float] = []
 
 
@@ -401,50 +405,48 @@ class Clock:
 
 def in_process(data: DataDir, embedder: Embedder, queries: list[str]) -> dict:
     """Version loads, then every query once through `search`, then the parts of each."""
-    from docdex.server.boot import load_snapshot
-    from docdex.server.engine import parallel
-    from docdex.server.engine.scope import Scope
-    from docdex.server.engine.search import bm25_top, dense_top, profile_query, search
+    from docdex.server.boot import engine_loader
+    from docdex.server.engine import DEFAULT_SETTINGS
 
     version = current_version(data)
     loads, load_cpu = [], []
     for _ in range(LOADS):
         with Clock(loads, load_cpu):  # what `docdex serve` runs at a start: open, warm
-            snapshot = load_snapshot(data, embedder)(version)
+            engine = engine_loader(data, embedder)(version)
         if len(loads) < LOADS:
-            snapshot.close()
-            del snapshot
+            engine.close()
+            del engine
     stages = load_parts(data, embedder)
     for query in queries[:5]:  # warm-up: the first searches of a version page its files in
-        search(snapshot, embedder, query)
-    times, cpu, one_thread, one_thread_cpu = [], [], [], []
+        engine.search(query)
+    one_thread = engine.with_settings(msgspec.structs.replace(DEFAULT_SETTINGS, helpers=0))
+    times, cpu, single, single_cpu = [], [], [], []
     parts = {k: ([], []) for k in ("embed", "bm25", "dense")}
     for n, query in enumerate(queries):
         # Beside the same search on one thread (adr/0029), each first every other query: a
         # query's first search analyses its candidates' headings, the second finds them kept.
-        runs = [(times, cpu, parallel.HELPERS), (one_thread, one_thread_cpu, 0)]
-        for wall, used, count in runs if n % 2 == 0 else runs[::-1]:
-            with Clock(wall, used), parallel.helpers(count):
-                search(snapshot, embedder, query)
-        with Clock(*parts["embed"]):
-            qvec = embedder.embed_query(query)
-        with Clock(*parts["bm25"]):
-            bm25_top(snapshot, profile_query(query), Scope())
-        with Clock(*parts["dense"]):
-            dense_top(snapshot, qvec, Scope())
+        runs = [(times, cpu, engine), (single, single_cpu, one_thread)]
+        for wall, used, searcher in runs if n % 2 == 0 else runs[::-1]:
+            with Clock(wall, used):
+                searcher.search(query)
+        took = engine.time_stages(query)
+        for name, (wall_s, cpu_s) in msgspec.structs.asdict(took).items():
+            parts[name][0].append(wall_s)
+            parts[name][1].append(cpu_s)
     stages |= {k: round(median(wall) * 1000, 2) for k, (wall, _cpu) in parts.items()}
     stage_cpu = {k: round(median(c) * 1000, 2) for k, (_wall, c) in parts.items()}
-    segments = len(snapshot.segments)
-    stage_cpu["dense_per_segment"] = round(stage_cpu["dense"] / max(1, segments), 3)
-    stages["segments"] = segments
-    stages["hnsw_segments"] = sum(1 for s in snapshot.segments if s.graph is not None)
-    snapshot.close()
+    segments = engine.segments()
+    stage_cpu["dense_per_segment"] = round(stage_cpu["dense"] / max(1, len(segments)), 3)
+    stages["segments"] = len(segments)
+    stages["hnsw_segments"] = sum(1 for s in segments if not s.exact)
+    engine.close()
+    one_thread_ms, one_thread_cpu = single, single_cpu
     return {
         "load_s": loads,
         "load_cpu_s": load_cpu,
         "query_ms": [t * 1000 for t in times],
         "query_cpu_ms": [t * 1000 for t in cpu],
-        "query_one_thread_ms": [t * 1000 for t in one_thread],
+        "query_one_thread_ms": [t * 1000 for t in one_thread_ms],
         "query_one_thread_cpu_ms": [t * 1000 for t in one_thread_cpu],
         "stage_ms": stages,
         "stage_cpu_ms": stage_cpu,
@@ -454,9 +456,9 @@ def in_process(data: DataDir, embedder: Embedder, queries: list[str]) -> dict:
 LOAD_PARTS = {  # function name in server/engine/loaded.py -> what it is
     "_load_segment": "load_segments_ms",  # chunk-record offsets, owners, live masks
     "_load_hnsw": "load_hnsw_ms",
-    "_pages": "load_pages_ms",
+    "_page_tables": "load_pages_ms",
     "_open_text_index": "load_text_ms",
-    "_warm": "warm_ms",  # the graphs (loaded at first use) and one search
+    "warm": "warm_ms",  # the graphs (loaded at first use) and one search
 }
 
 
@@ -465,11 +467,11 @@ def load_parts(data: DataDir, embedder: Embedder) -> dict[str, float]:
     import cProfile
     import pstats
 
-    from docdex.server.boot import load_snapshot
+    from docdex.server.boot import engine_loader
 
     profile = cProfile.Profile()
-    snapshot = profile.runcall(load_snapshot(data, embedder), current_version(data))
-    snapshot.close()
+    engine = profile.runcall(engine_loader(data, embedder), current_version(data))
+    engine.close()
     stats = pstats.Stats(profile).stats
     out = {label: 0.0 for label in LOAD_PARTS.values()}
     for (_file, _line, name), (_cc, _nc, _tt, cumulative, _callers) in stats.items():
@@ -509,9 +511,9 @@ def pushes(pool: list[tuple[str, str]], plan: Plan, data: Path, build: Build) ->
 def swaps(data: Path, embedder: Embedder) -> dict:
     """The versions the pushes left on disk, opened in order, each beside the one before
     (adr/0028), as `docdex serve` takes them: the oldest cold, the others timed."""
-    from docdex.server.boot import load_snapshot
+    from docdex.server.boot import engine_loader
 
-    load = load_snapshot(DataDir(data), embedder)
+    load = engine_loader(DataDir(data), embedder)
     first, *later = list_versions(DataDir(data))
     serving = load(first)
     wall, cpu = [], []
@@ -585,111 +587,153 @@ def bench_scale(sizes: tuple[int, ...] = SIZES) -> list[Figure]:
 
 
 def measure_sizes(builds: list[Build]) -> list[Measured]:
-    from docdex.server.query_model import load_embedder
+    from docdex.server.query_model import load_query_model
 
     pool = section_pool()
     plan = load_plan(pool)
     queries = scale_queries()
-    embedder = load_embedder(DataDir(data_dir(builds[0].size)))
+    embedder = load_query_model(DataDir(data_dir(builds[0].size)))
     return [measure(pool, plan, b, embedder, queries) for b in builds]
 
 
-def report(rows: list[Measured], name: str = "scale") -> list[Figure]:
-    """Figures, results file and (for the whole curve) the plot in docs/img."""
+def report(rows: list[Measured]) -> list[Figure]:
+    """Figures, summary (the table of docs/benchmarks.md) and, for the whole curve, the plot
+    in docs/img; the measured rows stay in the bench cache."""
     figures = scale_figures(rows)
-    write_results(name, figures, {"rows": msgspec.to_builtins(rows)})
+    write_results("scale", figures, {"rows": msgspec.to_builtins(rows)})
     if len(rows) > 1:
         plot(rows)
     return figures
 
 
 def bench_scale_quick() -> list[Figure]:
-    builds = build_sizes(QUICK_SIZES)
-    return report(measure_sizes(builds), "scale-quick")
+    """50k alone: the bench end to end, without the hours of the larger sizes. It keeps no
+    summary: its measurement, cached, is the 50k column of the next `scale` report."""
+    return scale_figures(measure_sizes(build_sizes(QUICK_SIZES)))
 
 
-def summary(row: Measured) -> dict[str, float]:
+def summary(row: Measured, smallest: Measured) -> dict[str, float]:
+    """The figures of one size (FIGURES' keys); `smallest` is the size a push is compared
+    with."""
     q, cpu = row.query_ms, row.query_cpu_ms or row.query_ms
     loads = row.load_cpu_s or row.load_s
-    return {
+    push_cpu = median(row.push_cpu_s or row.push_s)
+    stages = row.stage_cpu_ms
+    values = {
         "chunks": row.build.chunks,
+        "windows": row.build.windows,
+        "pages": row.build.pages,
+        "segments": row.build.segments,
         "gb": row.bytes["total"] / 1e9,
+        **{f"{kind}_mb": row.bytes.get(kind, 0) / 1e6 for kind in BYTE_KINDS},
+        "build_s": row.build.build_s,
         "load_s": median(row.load_s[1:] or row.load_s),
         "load_cpu_s": median(loads[1:] or loads),
+        "swap_cpu_s": median(row.swap_cpu_s or [float("nan")]),
+        "swap_s": median(row.swap_s or [float("nan")]),
         "p50_ms": median(q),
         "p99_ms": percentile(q, 0.99),
         "p50_cpu_ms": median(cpu),
         "p99_cpu_ms": percentile(cpu, 0.99),
         "p50_one_thread_ms": median(row.query_one_thread_ms or q),
         "p50_one_thread_cpu_ms": median(row.query_one_thread_cpu_ms or cpu),
+        **{f"{part}_cpu_ms": stages.get(part, float("nan")) for part in QUERY_PARTS},
         "rss_mb": row.server_rss_mb,
+        "ready_s": row.serve_ready_s,
         "push_s": median(row.push_s),
-        "push_cpu_s": median(row.push_cpu_s or row.push_s),
-        "swap_cpu_s": median(row.swap_cpu_s) if row.swap_cpu_s else float("nan"),
+        "push_process_s": median(row.push_wall_s),
+        "push_cpu_s": push_cpu,
+        "push_ratio": push_cpu / median(smallest.push_cpu_s or smallest.push_s),
     }
+    values["cores_ratio"] = values["p50_ms"] / values["p50_one_thread_ms"]
+    return values
 
 
-TARGETS = {  # at 1M chunks: summary key -> (what, unit, limit; None: a ratio to 50k's)
-    "load_cpu_s": ("version load from cold, CPU", "s", 2.0),
-    "swap_cpu_s": ("version load after a small push (a swap), CPU", "s", 2.0),
-    "p50_ms": ("query p50, wall (in process, every core: adr/0029)", "ms", 30.0),
-    "rss_mb": ("server RSS after queries", "MB", 1536.0),
-    "push_cpu_s": ("small push, CPU / at the smallest size", "x", None),
-}
+BYTE_KINDS = ("hnsw", "vectors", "chunks", "text", "pages")  # version_bytes' kinds
+QUERY_PARTS = ("embed", "bm25", "dense", "dense_per_segment")  # in_process's stages
+
+
 AT = 1_000_000
-PROJECTED = {"gb", "rss_mb", *TARGETS}  # wall times on a shared machine are not projected
+LIMITS = {  # summary key -> the line it must stay within at AT chunks
+    "load_cpu_s": 2.0,
+    "swap_cpu_s": 2.0,
+    "p50_ms": 30.0,  # in process, on every core (adr/0029)
+    "rss_mb": 1536.0,
+    "push_ratio": 2.0,  # a small push's CPU time against the smallest size's
+}
+# Projected on the plot; wall times on a shared machine are not.
+PROJECTED = {"gb", "rss_mb", "push_cpu_s", *LIMITS}
 
 
 def projected(rows: list[Measured], key: str) -> float:
     """The value at AT chunks of a line through the measured sizes (Theil-Sen)."""
-    points = [summary(r) for r in rows]
+    points = [summary(r, rows[0]) for r in rows]
     intercept, slope = theil_sen([p["chunks"] for p in points], [p[key] for p in points])
     return intercept + slope * AT
 
 
+FIGURES = (  # summary key, figure name, unit, decimals: one row of the table, a column a size
+    ("chunks", "chunks", "", 0),
+    ("windows", "windows", "", 0),
+    ("pages", "pages", "", 0),
+    ("segments", "segments", "", 0),
+    ("gb", "index on disk", "GB", 2),
+    ("hnsw_mb", "of which HNSW graphs", "MB", 0),
+    ("vectors_mb", "of which vectors", "MB", 0),
+    ("chunks_mb", "of which chunk records", "MB", 0),
+    ("text_mb", "of which text index", "MB", 0),
+    ("pages_mb", "of which page tables", "MB", 0),
+    ("build_s", "build (grow) run", "s", 1),
+    ("load_s", "version load, wall", "s", 2),
+    ("load_cpu_s", "version load, CPU", "s", 2),
+    ("swap_cpu_s", "version swap after a small push, CPU", "s", 2),
+    ("swap_s", "version swap after a small push, wall", "s", 2),
+    ("p50_ms", "query p50 (in process, wall)", "ms", 1),
+    ("p99_ms", "query p99 (in process, wall)", "ms", 1),
+    ("p50_cpu_ms", "query p50, CPU", "ms", 1),
+    ("p99_cpu_ms", "query p99, CPU", "ms", 1),
+    ("p50_one_thread_ms", "query p50, one thread, wall", "ms", 1),
+    ("p50_one_thread_cpu_ms", "query p50, one thread, CPU", "ms", 1),
+    ("cores_ratio", "query p50, wall: every core / one thread", "x", 2),
+    ("embed_cpu_ms", "query part p50, CPU: embedding", "ms", 1),
+    ("bm25_cpu_ms", "query part p50, CPU: BM25", "ms", 1),
+    ("dense_cpu_ms", "query part p50, CPU: dense", "ms", 1),
+    ("dense_per_segment_cpu_ms", "query part p50, CPU: dense, per segment", "ms", 2),
+    ("rss_mb", "server RSS after queries", "MB", 0),
+    ("ready_s", "`docdex serve` start to serving", "s", 1),
+    ("push_s", "small push, index run", "s", 2),
+    ("push_process_s", "small push, whole `docdex index` process", "s", 1),
+    ("push_cpu_s", "small push, CPU", "s", 2),
+    ("push_ratio", "small push, CPU / at the smallest size", "x", 2),
+)
+
+
 def scale_figures(rows: list[Measured]) -> list[Figure]:
-    base = summary(rows[0])
+    """A group of figures a size; at AT chunks (or, short of it, projected there from two
+    sizes or more) the figures of LIMITS carry their targets."""
     figures = []
     for row in rows:
-        s = summary(row)
-        name = f"scale {row.build.chunks // 1000}k"
-        figures += [
-            Figure(name, "index on disk", round(s["gb"], 2), "GB"),
-            Figure(name, "build (grow) run", row.build.build_s, "s"),
-            Figure(name, "version load, wall", round(s["load_s"], 2), "s"),
-            Figure(name, "version load, CPU", round(s["load_cpu_s"], 2), "s"),
-            Figure(name, "query p50 (in process, wall)", round(s["p50_ms"], 1), "ms"),
-            Figure(name, "query p99 (in process, wall)", round(s["p99_ms"], 1), "ms"),
-            Figure(name, "query p50, CPU", round(s["p50_cpu_ms"], 1), "ms"),
-            Figure(name, "query p99, CPU", round(s["p99_cpu_ms"], 1), "ms"),
-            Figure(name, "query p50, one thread, wall", round(s["p50_one_thread_ms"], 1), "ms"),
-            Figure(name, "query p50, one thread, CPU", round(s["p50_one_thread_cpu_ms"], 1), "ms"),
-            Figure(
-                name,
-                "query p50, wall: every core / one thread",
-                round(s["p50_ms"] / s["p50_one_thread_ms"], 2),
-                "x",
-            ),
-            Figure(name, "server RSS after queries", round(s["rss_mb"]), "MB"),
-            Figure(name, "small push, index run", round(s["push_s"], 2), "s"),
-            Figure(name, "small push, CPU", round(s["push_cpu_s"], 2), "s"),
-            Figure(name, "version swap after a small push, CPU", round(s["swap_cpu_s"], 2), "s"),
-        ]
-    measured_1m = [r for r in rows if r.build.chunks >= AT * 0.95]
-    if not measured_1m and len(rows) < 2:
-        return figures  # one size projects nothing
-    for key, (what, unit, limit) in TARGETS.items():
-        if measured_1m:
-            value, label = summary(measured_1m[0])[key], f"at {AT // 1000}k"
-        else:
-            value, label = projected(rows, key), f"projected to {AT // 1000}k ({len(rows)} sizes)"
+        at_limit = row.build.chunks >= AT * 0.95
+        figures += size_figures(f"scale {row.build.size // 1000}k", summary(row, rows[0]), at_limit)
+    if len(rows) > 1 and not any(r.build.chunks >= AT * 0.95 for r in rows):
+        points = {key: projected(rows, key) for key in LIMITS}
+        group = f"scale projected to {AT // 1000}k ({len(rows)} sizes)"
+        figures += size_figures(group, points, True)
+    return figures
+
+
+def size_figures(group: str, values: dict[str, float], at_limit: bool) -> list[Figure]:
+    figures = []
+    for key, name, unit, decimals in FIGURES:
+        if key not in values:
+            continue
+        value = round(values[key], decimals) if decimals else round(values[key])
+        limit = LIMITS.get(key) if at_limit else None
         if limit is None:
-            value, limit = value / max(base[key], 1e-9), 2.0
-        figures.append(
-            Figure(
-                "scale", f"{what}, {label}", round(value, 2), unit, f"<= {limit:g}", value <= limit
-            )
-        )
+            figures.append(Figure(group, name, value, unit))
+        else:
+            target = f"<= {limit:g} at {AT // 1_000_000}M"
+            figures.append(Figure(group, name, value, unit, target, values[key] <= limit))
     return figures
 
 
@@ -699,7 +743,7 @@ def plot(rows: list[Measured]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    points = [summary(r) for r in rows]
+    points = [summary(r, rows[0]) for r in rows]
     x = [p["chunks"] / 1e6 for p in points]
     panels = [
         ("index on disk (GB)", [("total", "gb")], None),
@@ -745,63 +789,11 @@ def plot(rows: list[Measured]) -> None:
     plt.close(fig)
 
 
-def markdown_table(rows: list[Measured]) -> str:
-    """The table of docs/benchmarks.md: one column a size."""
-    points = [(r, summary(r)) for r in rows]
-    lines = [
-        ("chunks (windows)", lambda r, s: f"{r.build.chunks:,} ({r.build.windows:,})"),
-        ("pages / segments", lambda r, s: f"{r.build.pages:,} / {r.build.segments}"),
-        ("index on disk", lambda r, s: f"{s['gb'] * 1000:,.0f} MB"),
-        (
-            "of which HNSW / vectors / chunks / text / pages",
-            lambda r, s: (
-                " / ".join(
-                    f"{r.bytes.get(k, 0) / 1e6:,.0f}"
-                    for k in ("hnsw", "vectors", "chunks", "text", "pages")
-                )
-                + " MB"
-            ),
-        ),
-        ("grow run (from the size before)", lambda r, s: f"{r.build.build_s:,.0f} s"),
-        ("version load, CPU / wall", lambda r, s: f"{s['load_cpu_s']:.2f} / {s['load_s']:.2f} s"),
-        (
-            "version swap after a small push, median: CPU / wall",
-            lambda r, s: f"{s['swap_cpu_s']:.2f} / {median(r.swap_s or [float('nan')]):.2f} s",
-        ),
-        ("query p50, CPU / wall", lambda r, s: f"{s['p50_cpu_ms']:.1f} / {s['p50_ms']:.1f} ms"),
-        (
-            "query p50 on one thread (adr/0029), CPU / wall",
-            lambda r, s: f"{s['p50_one_thread_cpu_ms']:.1f} / {s['p50_one_thread_ms']:.1f} ms",
-        ),
-        ("query p99, CPU / wall", lambda r, s: f"{s['p99_cpu_ms']:.1f} / {s['p99_ms']:.1f} ms"),
-        (
-            "query parts p50 CPU: embed / BM25 / dense",
-            lambda r, s: (
-                " / ".join(f"{r.stage_cpu_ms.get(k, 0):.1f}" for k in ("embed", "bm25", "dense"))
-                + " ms"
-            ),
-        ),
-        (
-            "dense, per segment (CPU)",
-            lambda r, s: f"{r.stage_cpu_ms.get('dense_per_segment', 0):.2f} ms",
-        ),
-        ("server RSS after 100 queries", lambda r, s: f"{s['rss_mb']:,.0f} MB"),
-        ("`docdex serve` start to serving", lambda r, s: f"{r.serve_ready_s:.1f} s"),
-        (
-            "small push, median of 3: CPU / index run wall",
-            lambda r, s: f"{s['push_cpu_s']:.2f} / {s['push_s']:.2f} s",
-        ),
-        ("small push: whole `docdex index` process", lambda r, s: f"{median(r.push_wall_s):.1f} s"),
-    ]
-    head = "| | " + " | ".join(f"{r.build.size // 1000}k" for r, _ in points) + " |"
-    rule = "|---|" + "---|" * len(points)
-    body = [f"| {name} | " + " | ".join(f(r, s) for r, s in points) + " |" for name, f in lines]
-    return "\n".join([head, rule, *body])
-
-
 def main(argv: list[str]) -> None:
-    """`build SIZE...` (grow through these sizes), `measure SIZE`, `report` (the table and
-    plot of every measured size): the steps of `bench_scale`, run apart."""
+    """`build SIZE...` (grow through these sizes), `measure SIZE`, `report` (the figures,
+    summary and plot of every measured size): the steps of `bench_scale`, run apart."""
+    from .__main__ import print_table
+
     command, *args = argv
     if command == "build":
         build_sizes(tuple(int(a) for a in args))
@@ -811,9 +803,7 @@ def main(argv: list[str]) -> None:
         found = WORK.glob("data-*/scale-measured.json")
         rows = [msgspec.json.decode(p.read_bytes(), type=Measured) for p in found]
         rows.sort(key=lambda r: r.build.size)
-        for figure in report(rows):
-            print(figure)
-        print(markdown_table(rows))
+        print_table(report(rows))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ bench/common.py's cached clone.
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import re
 import subprocess
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from docdex.evaluation.scoring import norm_heading
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent / "sets"  # the query sets, SETS' files
 
 SETS = {  # file -> corpus (a key of bench.common.CORPORA)
     "apm.handwritten.jsonl": "apm",
@@ -32,6 +33,10 @@ SETS = {  # file -> corpus (a key of bench.common.CORPORA)
     "powershell.handwritten.jsonl": "powershell",
     "powershell.unanswerable.jsonl": "powershell",
     "msmarco.unanswerable.jsonl": "msmarco",
+    "vite.handwritten.jsonl": "vite",
+    "mkdocs.handwritten.jsonl": "mkdocs",
+    "rustbook.handwritten.jsonl": "rustbook",
+    "hugo.handwritten.jsonl": "hugo",
 }
 CLASSES = {"handwritten", "unanswerable"}
 KINDS = {"off-topic", "near-miss"}
@@ -127,10 +132,13 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.IGNORECASE | re.DOTALL)
-_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
-_LINK = re.compile(r"\[([^\]]*)\](?:\([^)]*\)|\[[^\]]*\])")
+_DESTINATION = r"\((?:<[^>]*>[^)]*|[^)]*)\)"  # (url "title") or (<url with parentheses>)
+_IMAGE = re.compile(r"!\[([^\]]*)\]" + _DESTINATION)
+_LINK = re.compile(r"\[([^\]]*)\](?:" + _DESTINATION + r"|\[[^\]]*\])")
 _TAG = re.compile(r"</?[A-Za-z][^>]*>")
-_ATTRS = re.compile(r"\s*\{[#.][^}]*\}\s*$")
+_MDX_COMMENT = re.compile(r"\{/\*.*?\*/\}")
+# A trailing attribute list: {#id}, {.class}, {: #id .class } (attr_list), {class=foo} (Hugo)
+_ATTRS = re.compile(r"\s*\{[ \t]*(?:[#.:]|[A-Za-z][\w-]*=)[^}]*\}\s*$")
 _STARS = re.compile(r"(\*{1,3})(\S(?:.*?\S)?)\1")
 _UNDERSCORES = re.compile(r"(?<![A-Za-z0-9])(_{1,3})(\S(?:.*?\S)?)\1(?![A-Za-z0-9])")
 _CODE = re.compile(r"(`+)(.+?)\1")
@@ -138,21 +146,22 @@ _TEMPLATE = re.compile(r"\{%.*?%\}|\{\{.*?\}\}")
 
 
 def reader_text(markdown: str) -> str:
-    """A heading as a reader sees it: links, emphasis, code marks and tags removed; code
-    spans are kept verbatim."""
+    """A heading as a reader sees it: links, emphasis, code marks, tags, template tags, MDX
+    comments and a trailing attribute list removed, entities decoded; code spans are kept
+    verbatim."""
     spans: list[str] = []
 
     def keep(match: re.Match[str]) -> str:
         spans.append(match.group(2).strip())
         return f"\0{len(spans) - 1}\0"
 
-    text = _CODE.sub(keep, _TEMPLATE.sub("", markdown))
+    text = _CODE.sub(keep, _MDX_COMMENT.sub("", _TEMPLATE.sub("", markdown)))
     text = _IMAGE.sub(r"\1", text)
     text = _LINK.sub(r"\1", text)
     text = _TAG.sub("", text)
     for _ in range(3):
         text = _UNDERSCORES.sub(r"\2", _STARS.sub(r"\2", text))
-    text = _ATTRS.sub("", text.replace("\\", ""))
+    text = html.unescape(_ATTRS.sub("", text.replace("\\", "")))
     return re.sub("\0(\\d+)\0", lambda m: spans[int(m.group(1))], text)
 
 

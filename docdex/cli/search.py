@@ -7,12 +7,8 @@ import textwrap
 
 import msgspec
 
-from docdex.errors import InvalidArgument
 from docdex.index_format.layout import DataDir
-from docdex.server.engine.hits import Hit, SearchResult
-from docdex.server.engine.loaded import Snapshot
-from docdex.server.engine.rerank import RerankerError
-from docdex.server.engine.search import search
+from docdex.server.engine import Engine, EngineSettings, Hit, Scope, SearchResult
 
 SNIPPET_CHARS = 240
 
@@ -26,19 +22,17 @@ def run_search_command(
     as_json: bool = False,
     reranker: str = "default",
 ) -> int:
-    """Search the current version and print the hits; returns the exit code. Index errors
-    (no data directory, no version, a refused version) propagate to the CLI's handler."""
+    """Search the current version and print the hits; returns the exit code. Errors (a bad
+    argument, no data directory, no version, a refused version) reach the CLI's handler."""
     from docdex.model.embedder import Embedder
 
     embedder = Embedder.load(for_queries=True)
-    snapshot = Snapshot.load(data, embedder=embedder)
+    engine = Engine.open(data, embedder, settings=EngineSettings(reranker=reranker))
+    scope = Scope(frozenset([source] if source else []), path_prefix)
     try:
-        result = search(snapshot, embedder, query, n, source, path_prefix, reranker=reranker)
-    except (InvalidArgument, RerankerError) as exc:
-        print(f"docdex: error: {exc}", file=sys.stderr)
-        return 1
+        result = engine.search(query, n, scope)
     finally:
-        snapshot.close()
+        engine.close()
     if as_json:
         encoded = msgspec.json.encode(result).decode()
         sys.stdout.write(msgspec.json.format(encoded, indent=2) + "\n")

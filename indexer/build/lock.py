@@ -11,13 +11,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from docdex.errors import DocdexError
 from docdex.index_format.layout import DataDir
 
 WRITER_LOCK = "writer.lock"
 WATCH_LOCK = "watch.lock"
 
 
-class WriterBusy(Exception):
+class WriterBusy(DocdexError):
     def __init__(self, pid: str) -> None:
         super().__init__(f"another docdex indexer (pid {pid or '?'}) holds the writer lock")
         self.pid = pid

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
+from docdex.errors import DocdexError
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import current_version
 
@@ -28,7 +29,7 @@ NEARLY_FULL_BYTES = 4 << 20  # a write that fails with this little room left met
 F = TypeVar("F", bound=Callable)
 
 
-class NoSpace(Exception):
+class NoSpace(DocdexError):
     """The data directory's filesystem is full: the run published nothing."""
 
 
@@ -66,7 +67,7 @@ def text_writes(method: F) -> F:
             message = f"no space left for the text index ({exc})"
             raise OSError(errno.ENOSPC, message, str(self.tmp)) from exc
 
-    return checked  # type: ignore[return-value]
+    return checked  # type: ignore[return-value]  # wraps keeps the signature; mypy cannot see it
 
 
 @contextmanager

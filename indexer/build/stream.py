@@ -69,7 +69,7 @@ class SegmentStream:
     run removed); the stream adds every chunk it writes, so a text seen again later in the
     run is copied from this run's segment rather than embedded twice. `segment_chunks`
     holds an old segment's chunk count (for its token arrays) by segment id. The model is
-    loaded (`load_embedder`) only when a text has to be embedded.
+    loaded (`load_model`) only when a text has to be embedded.
     """
 
     def __init__(
@@ -79,7 +79,7 @@ class SegmentStream:
         settings: Settings,
         *,
         model: EmbedderInfo,
-        load_embedder: Callable[[], Embedder],
+        load_model: Callable[[], Embedder],
         reusable: dict[str, ChunkRef],
         segment_chunks: dict[str, int],
         text_sink: TextSink,
@@ -89,7 +89,7 @@ class SegmentStream:
         self.version = version
         self.settings = settings
         self.model = model
-        self.load_embedder = load_embedder
+        self.load_model = load_model
         self.reusable = reusable
         self.text_sink = text_sink
         self.damaged = damaged  # segments whose files failed verification: never copied from
@@ -161,7 +161,7 @@ class SegmentStream:
         plan = self._plan(chunks)
         late = self.old_tokens is not None
         label = f"embedding chunks (segment {len(self.segments) + 1})"
-        fresh = _FreshEmbeddings(self.load_embedder, plan.embed, late, label)
+        fresh = _FreshEmbeddings(self.load_model, plan.embed, late, label)
         packer = TokenPacker(self.model.dim) if late else None
         segment_id = new_segment_id(self.version)
         records: list[ChunkRecord] = []
@@ -170,6 +170,7 @@ class SegmentStream:
         for chunk in chunks:
             vectors, tokens = self._vectors(chunk.record.content_hash, plan, fresh)
             if packer is not None:
+                assert tokens is not None  # with a packer, every chunk has its token rows
                 packer.add(*tokens)
             records.append(
                 msgspec.structs.replace(chunk.record, window_start=row, window_count=len(vectors))
@@ -178,9 +179,14 @@ class SegmentStream:
             row += len(vectors)
         fresh.close()
         self.windows += fresh.windows
-        tokens = packer.finish() if packer is not None else None
+        token_arrays = packer.finish() if packer is not None else None
         segment = write_segment(
-            self.data, segment_id, records, np.concatenate(blocks), self.settings.cores(), tokens
+            self.data,
+            segment_id,
+            records,
+            np.concatenate(blocks),
+            self.settings.cores(),
+            token_arrays,
         )
         self.segments.append(segment)
         if self.old_tokens is not None:
@@ -214,12 +220,12 @@ class _FreshEmbeddings:
 
     def __init__(
         self,
-        load_embedder: Callable[[], Embedder],
+        load_model: Callable[[], Embedder],
         texts: dict[str, str],
         with_tokens: bool,
         label: str,
     ) -> None:
-        self.load_embedder = load_embedder
+        self.load_model = load_model
         self.keys = list(texts)
         self.texts = list(texts.values())
         self.with_tokens = with_tokens
@@ -239,7 +245,7 @@ class _FreshEmbeddings:
             raise KeyError("asked for a text that is not to be embedded")
         start, end = self.done, self.done + EMBED_GROUP_TEXTS
         group = self.texts[start:end]
-        embedder = self.load_embedder()
+        embedder = self.load_model()
         if self.with_tokens:
             vectors, owners, per_text = embed_with_tokens(embedder, group)
             self.tokens.update(zip(self.keys[start:end], per_text, strict=True))

@@ -32,7 +32,7 @@ def link_or_copy_tree(src: Path, dst: Path) -> None:
             shutil.copy2(entry.path, target)
 
 
-def chunk_document(
+def text_document(
     chunk: ChunkRecord, embed_text: str, analysis: TextAnalysis | None = None
 ) -> tantivy.Document:
     analysis = analysis or text_analysis()
@@ -99,7 +99,7 @@ class TextIndexBuilder:
 
     @text_writes
     def add(self, chunk: ChunkRecord, embed_text: str) -> None:
-        self._open().add_document(chunk_document(chunk, embed_text, self.analysis))
+        self._open().add_document(text_document(chunk, embed_text, self.analysis))
 
     @text_writes
     def publish(self) -> None:

@@ -14,34 +14,18 @@ conventional folders (`docs/`, `snippets/`, `includes/`, `_includes/`, `content/
 first file that exists is read. A path that is absolute, has a `..` that leaves the
 repository, or names no file is left alone (the line stays as written). Files are read
 through a `PathReader` that sees only the tree being indexed (the commit's tree, or the
-working tree with symlinks leaving it refused), at most `MAX_INCLUDE_BYTES` each and
+working tree with symlinks leaving it refused: indexer/sources/includes.py), at most
 `MAX_INCLUDES` per page, nested `MAX_DEPTH` deep.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 import posixpath
 import re
-import stat
 from collections.abc import Callable
-from pathlib import Path
-
-from dulwich.object_store import tree_lookup_path
-from dulwich.repo import Repo
-
-from docdex.index_format.config import SourceConfig, source_kind
-from docdex.index_format.layout import DataDir
-from docdex.indexer.git.blobs import decode_markdown
-from docdex.indexer.git.repo import read_blob, to_bytes
-from docdex.indexer.sources.remote import mirror_path
-
-_log = logging.getLogger(__name__)
 
 PathReader = Callable[[str], "str | None"]  # repository path -> text, None if unreadable
 
-MAX_INCLUDE_BYTES = 200_000
 MAX_INCLUDES = 32  # per page, nested ones counted
 MAX_DEPTH = 3
 
@@ -110,60 +94,4 @@ def candidates(kind: str, written: str, page_path: str) -> list[str]:
     return out
 
 
-def commit_reader(path: str, commit: str, max_bytes: int = MAX_INCLUDE_BYTES) -> PathReader:
-    """Regular files of `commit`'s tree in the repository at `path` (symlinks are not
-    followed). The repository is opened per read: includes are rare, and nothing stays open."""
-
-    def read(file: str) -> str | None:
-        try:
-            with Repo(path) as repo:
-                tree = repo[commit.encode("ascii")].tree  # type: ignore[attr-defined]
-                mode, sha = tree_lookup_path(repo.__getitem__, tree, to_bytes(file))
-                if not stat.S_ISREG(mode):
-                    return None
-                text = decode_markdown(file, read_blob(repo, sha), max_bytes)
-        except Exception:  # missing path, odd object: the include stays unresolved
-            return None
-        return text if isinstance(text, str) else None
-
-    return read
-
-
-def worktree_reader(root: Path, max_bytes: int = MAX_INCLUDE_BYTES) -> PathReader:
-    """Regular files under `root` whose real path stays under it (no `.git`)."""
-    real_root = os.path.realpath(root)
-
-    def read(path: str) -> str | None:
-        if path.split("/", 1)[0] == ".git":
-            return None
-        real = os.path.realpath(os.path.join(real_root, path))
-        if os.path.commonpath([real, real_root]) != real_root or not os.path.isfile(real):
-            return None
-        try:
-            if os.path.getsize(real) > max_bytes:
-                return None
-            with open(real, "rb") as handle:
-                text = decode_markdown(path, handle.read(max_bytes + 1), max_bytes)
-        except OSError:
-            return None
-        return text if isinstance(text, str) else None
-
-    return read
-
-
 DRAFT_SKIPPED = "draft: true in its front matter; not indexed (drafts = true keeps drafts)"
-
-
-def include_reader(data: DataDir, source: SourceConfig, commit: str) -> PathReader | None:
-    """The reader of the tree a run indexes for `source` at `commit` ("<sha>" or
-    "<sha>+worktree"); None when the repository cannot be opened (includes stay unresolved)."""
-    if "+" in commit:
-        return worktree_reader(Path(source.location).expanduser())
-    try:
-        location = source.location
-        if source_kind(location) == "remote":
-            location = str(mirror_path(data, source))
-        return commit_reader(str(Path(location).expanduser()), commit)
-    except Exception:  # includes are a bonus: never fail a run over them
-        _log.warning("includes of %s left unresolved", source.name, exc_info=True)
-        return None

@@ -57,6 +57,14 @@ _SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+")
 _WHITESPACE = re.compile(r"\s")
 
 
+def lines_of(token: Token) -> tuple[int, int]:
+    """(first line, line after the last) of a block token, 0-based: markdown-it maps every
+    block token to its lines (only inline tokens have no map)."""
+    assert token.map is not None, token.type
+    first, after_last = token.map
+    return first, after_last
+
+
 def parse_page(
     text: str,
     path: str,
@@ -190,7 +198,7 @@ def _included_text(
 def _headings(page: _Page) -> list[_Marker]:
     return [
         _Marker(
-            line=page.tokens[index].map[0],  # type: ignore[index]
+            line=lines_of(page.tokens[index])[0],
             kind="heading",
             level=int(page.tokens[index].tag[1:]),
             text=_heading_text(page.tokens[index + 1].content, page.env),
@@ -254,7 +262,7 @@ def _details_tags(page: _Page) -> Iterator[tuple[str, int, int, int]]:
         token = page.tokens[index]
         if token.type not in ("html_block", "paragraph_open"):
             continue
-        first, last = token.map  # type: ignore[misc]
+        first, last = lines_of(token)
         offset = page.line_offsets[first]
         block = page.source[offset : page.line_offsets[last] - 1]
         if "<" not in block:
@@ -422,7 +430,7 @@ def _units(page: _Page, start: int, end: int, budget: int, limit: int) -> Iterat
     first = bisect.bisect_right(page.block_ends, start)
     for position in range(first, len(page.top_level)):
         index = page.top_level[position]
-        first_line, after_last = page.tokens[index].map  # type: ignore[misc]
+        first_line, after_last = lines_of(page.tokens[index])
         if first_line > end:
             break
         if first_line >= start and after_last - 1 <= end:
@@ -523,7 +531,7 @@ def _lines_text(page: _Page, start: int, end: int) -> str:
     first = bisect.bisect_right(page.block_ends, start)
     for position in range(first, len(page.top_level)):
         index = page.top_level[position]
-        if page.tokens[index].map[0] > end:  # type: ignore[index]
+        if lines_of(page.tokens[index])[0] > end:
             break
         _render(page, index, start, end, parts)
     return cleanup.tidy("".join(parts))
@@ -531,7 +539,7 @@ def _lines_text(page: _Page, start: int, end: int) -> str:
 
 def _render(page: _Page, index: int, start: int, end: int, parts: list[str]) -> None:
     token = page.tokens[index]
-    first, after_last = token.map  # type: ignore[misc]
+    first, after_last = lines_of(token)
     if first >= start and after_last - 1 <= end:
         parts.append(cleanup.render_tokens(page.tokens[index : page.closing[index] + 1], page.env))
     elif token.type in _CONTAINERS or token.type in _TABLE_PARTS:
@@ -547,7 +555,7 @@ def _render(page: _Page, index: int, start: int, end: int, parts: list[str]) -> 
 def _unparsed_text(page: _Page, index: int, start: int, end: int) -> str:
     """Rough text of a container's lines, which markdown-it left unparsed: it parses nothing
     nested deeper than its limit, and those lines would otherwise never be embedded."""
-    first, after_last = page.tokens[index].map  # type: ignore[misc]
+    first, after_last = lines_of(page.tokens[index])
     lines = page.source_lines[max(first, start) : min(after_last, end + 1)]
     return cleanup.rough_inline_text("\n".join(lines)) + "\n"
 
@@ -561,7 +569,7 @@ def _partial_text(page: _Page, index: int, start: int, end: int) -> str:
         lines = page.content_lines(index + 1)[start - first : end - first + 1]
         return cleanup.inline_text("\n".join(lines), page.env)
     if token.type in _CODE:
-        first = token.map[0] + (1 if token.type == "fence" else 0)  # type: ignore[index]
+        first = lines_of(token)[0] + (1 if token.type == "fence" else 0)
         lines = page.content_lines(index)[max(start - first, 0) : max(end - first + 1, 0)]
         return "\n".join(lines)
     return cleanup.html_block_text("\n".join(page.source_lines[start : end + 1]), page.env)
@@ -662,7 +670,7 @@ class _Page(_Lines):
         self.top_level = [
             i for i, t in enumerate(self.tokens) if t.level == 0 and t.nesting != -1 and t.map
         ]
-        self.block_ends = [self.tokens[i].map[1] for i in self.top_level]  # type: ignore[index]
+        self.block_ends = [lines_of(self.tokens[i])[1] for i in self.top_level]
         self.line_offsets = _offsets(source_lines)
 
         self._children: dict[int, list[_Unit]] = {}
@@ -671,7 +679,7 @@ class _Page(_Lines):
 
     def block_unit(self, index: int) -> _Unit:
         token = self.tokens[index]
-        first, after_last = token.map  # type: ignore[misc]
+        first, after_last = lines_of(token)
         return _Unit(first, after_last - 1, index, heading=token.type == "heading_open")
 
     def children(self, index: int) -> list[_Unit]:
@@ -707,7 +715,7 @@ class _Page(_Lines):
         if position == len(self.top_level):
             return ""
         index = self.top_level[position]
-        while self.tokens[index].map[0] <= line:  # type: ignore[index]
+        while lines_of(self.tokens[index])[0] <= line:
             if self.tokens[index].type not in _CONTAINERS:
                 return self.tokens[index].type
             inner = next(self.children_overlapping(index, line, line), None)

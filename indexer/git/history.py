@@ -204,7 +204,11 @@ def _rename_origins(
     """
     if parent_tree is None:
         return {}
-    deleted = {path: old for path, old, new in reader.diff(parent_tree, tree) if new is None}
+    deleted = {
+        path: old
+        for path, old, new in reader.diff(parent_tree, tree)
+        if new is None and old is not None  # diff yields no change without either side
+    }
     if not deleted:
         return {}
     by_blob: dict[Entry, deque[bytes]] = defaultdict(deque)

@@ -63,7 +63,9 @@ def _follow_symlink(repo: Repo, reader: TreeReader, root: bytes, link: FileEntry
     return resolved.file
 
 
-def _tree_entry(repo: Repo, reader: TreeReader, tree: bytes, name: bytes) -> symlinks.Entry:
+def _tree_entry(
+    repo: Repo, reader: TreeReader, tree: bytes, name: bytes
+) -> symlinks.Entry[bytes, bytes]:
     found = reader.entries(tree).get(name)
     if found is None:
         return symlinks.Entry("missing")

@@ -48,7 +48,7 @@ Rebase = Callable[[bytes], bytes | None]  # absolute target -> repo-relative; No
 
 
 def resolve(
-    root: D, link_path: str, target: bytes, lookup: Lookup, rebase: Rebase | None = None
+    root: D, link_path: str, target: bytes, lookup: Lookup[D, F], rebase: Rebase | None = None
 ) -> Resolved[F]:
     """Where the link at `link_path`, whose text is `target`, leads from the root `root`.
     Absolute targets are outside the repository unless `rebase` maps them into it."""
@@ -59,7 +59,7 @@ def resolve(
 
 
 class _Walk(Generic[D, F]):
-    def __init__(self, root: D, lookup: Lookup, rebase: Rebase | None) -> None:
+    def __init__(self, root: D, lookup: Lookup[D, F], rebase: Rebase | None) -> None:
         self.lookup = lookup
         self.rebase = rebase
         self.dirs: list[tuple[str, D]] = [("", root)]  # where we are, from the root down
@@ -119,11 +119,11 @@ class _Walk(Generic[D, F]):
         pending.extendleft(reversed(target.split(b"/")))
         return True
 
-    def _look(self, part: bytes) -> Entry:
+    def _look(self, part: bytes) -> Entry[D, F]:
         self.looked_at.add(self._path(part))
         return self.lookup(self.dirs[-1][1], part)
 
-    def _descend(self, part: bytes, entry: Entry) -> None:
+    def _descend(self, part: bytes, entry: Entry[D, F]) -> None:
         assert entry.directory is not None
         self.dirs.append((self._path(part), entry.directory))
 

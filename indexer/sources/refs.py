@@ -56,7 +56,7 @@ def discover(repo: Repo, source: SourceConfig, default_branch: str) -> Discovere
         return Discovered([], [])
     tips = {
         kind: {n: sha for n, sha in ref_tips(repo, prefix).items() if selected(patterns, kind, n)}
-        for kind, prefix in (("branch", "refs/heads/"), ("tag", "refs/tags/"))
+        for kind, prefix in _REF_PREFIXES
     }
     branches = set(tips["branch"]) | {default_branch}
     found: list[FoundRef] = []
@@ -72,6 +72,9 @@ def discover(repo: Repo, source: SourceConfig, default_branch: str) -> Discovere
                 continue
             found.append(FoundRef(ref_key(source.name, name), name, kind, commit))
     return Discovered(found, ignored)
+
+
+_REF_PREFIXES: tuple[tuple[RefKind, str], ...] = (("branch", "refs/heads/"), ("tag", "refs/tags/"))
 
 
 def _patterns(source: SourceConfig) -> list[str]:

@@ -8,15 +8,16 @@ the run reports it per source and the last good pages keep serving.
 
 from __future__ import annotations
 
-import io
-import os
 import re
+import shlex
 import socket
 from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 from dulwich.client import get_transport_and_path
+from dulwich.objects import ObjectID
+from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from docdex.index_format.config import SourceConfig, SourceError, source_kind
@@ -28,6 +29,12 @@ from docdex.indexer.git.repo import to_str
 FETCH_TIMEOUT_S = 60.0
 # ssh must never stop to ask for a password or a host key: there is nobody to answer.
 DEFAULT_SSH_COMMAND = "ssh -o BatchMode=yes -o ConnectTimeout=30"
+# What dulwich runs for ssh, with ssh's arguments after it: a shell that runs GIT_SSH_COMMAND
+# as git does (a shell command, the arguments appended), else the default. The variable is
+# read by that child of the fetch, never by docdex itself.
+SSH_COMMAND = shlex.join(
+    ["sh", "-c", f'eval "exec ${{GIT_SSH_COMMAND:-{DEFAULT_SSH_COMMAND}}}" \'"$@"\'', "ssh"]
+)
 
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^@/]*@")
 
@@ -57,16 +64,16 @@ def fetch_mirror(url: str, mirror: Path, refs: list[str] | None = None) -> Path:
     if not (mirror / "HEAD").exists():
         mirror.mkdir(parents=True, exist_ok=True)
         Repo.init_bare(str(mirror)).close()
-    ssh_command = os.environ.get("GIT_SSH_COMMAND") or DEFAULT_SSH_COMMAND
     try:
-        client, path = get_transport_and_path(url, ssh_command=ssh_command)
+        client, path = get_transport_and_path(url, ssh_command=SSH_COMMAND)
         with Repo(str(mirror)) as repo, _socket_timeout(FETCH_TIMEOUT_S):
             store = repo.object_store
 
-            def wants(found: Mapping[bytes, bytes], depth: int | None = None) -> list[bytes]:
-                return store.determine_wants_all(_kept(found, patterns), depth)
+            # the remote's refs (dulwich's DetermineWantsFunc names the parameter `refs`)
+            def wants(refs: Mapping[Ref, ObjectID], depth: int | None = None) -> list[ObjectID]:
+                return store.determine_wants_all(_kept(refs, patterns), depth)
 
-            result = client.fetch(path, repo, determine_wants=wants, progress=io.BytesIO().write)
+            result = client.fetch(path, repo, determine_wants=wants, progress=_quiet)
             _mirror_refs(repo, _kept(result.refs, patterns), result.symrefs)
     except Exception as exc:  # dulwich raises many kinds (HangupException, GitProtocolError...)
         detail = str(exc).replace(url, redact(url)) or type(exc).__name__
@@ -88,9 +95,13 @@ def _socket_timeout(seconds: float):
         socket.setdefaulttimeout(previous)
 
 
-def _kept(refs: Mapping[bytes, bytes | None], patterns: list[str]) -> dict[bytes, bytes]:
+def _quiet(_progress: bytes) -> None:
+    """Where the remote's progress messages go."""
+
+
+def _kept(refs: Mapping[Ref, ObjectID | None], patterns: list[str]) -> dict[Ref, ObjectID]:
     """The remote refs the mirror keeps: every branch, and the tags `patterns` select."""
-    kept = {}
+    kept: dict[Ref, ObjectID] = {}
     for name, sha in refs.items():
         tag = name.removeprefix(b"refs/tags/")
         if not sha or name.endswith(b"^{}"):
@@ -102,7 +113,7 @@ def _kept(refs: Mapping[bytes, bytes | None], patterns: list[str]) -> dict[bytes
     return kept
 
 
-def _mirror_refs(repo: Repo, remote: dict[bytes, bytes], symrefs: dict) -> None:
+def _mirror_refs(repo: Repo, remote: dict[Ref, ObjectID], symrefs: Mapping[Ref, Ref]) -> None:
     local = {k: repo.refs[k] for k in repo.refs if k.startswith((b"refs/heads/", b"refs/tags/"))}
     for name in local:
         if name not in remote:
@@ -110,6 +121,7 @@ def _mirror_refs(repo: Repo, remote: dict[bytes, bytes], symrefs: dict) -> None:
     for name, sha in remote.items():
         if local.get(name) != sha:  # an unchanged ref is not rewritten
             repo.refs[name] = sha
-    target = symrefs.get(b"HEAD")
-    if target and repo.refs.get_symrefs().get(b"HEAD") != target:
-        repo.refs.set_symbolic_ref(b"HEAD", target)
+    head = Ref(b"HEAD")
+    target = symrefs.get(head)
+    if target and repo.refs.get_symrefs().get(head) != target:
+        repo.refs.set_symbolic_ref(head, target)

@@ -10,13 +10,16 @@ from __future__ import annotations
 from contextlib import ExitStack
 
 from docdex.index_format.layout import DataDir
+from docdex.runtime.logs import LogSettings
 
 
 class Background:
-    """The poller and (unless `worker` is False) the worker; `start` once, `stop` always."""
+    """The poller and (unless `worker` is False) the worker, which logs as `logs` says;
+    `start` once, `stop` always."""
 
-    def __init__(self, data: DataDir, worker: bool = True) -> None:
+    def __init__(self, data: DataDir, logs: LogSettings, worker: bool = True) -> None:
         self.data = data
+        self.logs = logs
         self.worker = worker
         self._running = ExitStack()
         self._started = False
@@ -30,7 +33,8 @@ class Background:
         self._started = True
         self._running.enter_context(polling(self.data))
         if self.worker:
-            self._running.callback(stop_worker_process, start_worker_process(self.data))
+            worker = start_worker_process(self.data, self.logs)
+            self._running.callback(stop_worker_process, worker)
 
     def stop(self) -> None:
         self._running.close()

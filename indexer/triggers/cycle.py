@@ -1,11 +1,12 @@
 """One indexing cycle in its own process:
-`python -m docdex.indexer.triggers.cycle --data D [--source S]...`.
+`python -m docdex.indexer.triggers.cycle --data D [--source S]... [--log-format F --log-level L]`.
 
 The worker runs every cycle here, so the memory a run takes goes back to the OS when it
 ends and a crash (or a kill) takes down this process only. The RunReport goes to stdout as
 one JSON object; exit status 0 means a report was printed, EXIT_INVALID that the request
 cannot succeed as asked (unknown source, bad configuration), anything else a failure worth
-retrying.
+retrying. An entry point: it reads its environment (index-format/environment.py) itself;
+the worker passes its log settings as flags.
 """
 
 from __future__ import annotations
@@ -14,43 +15,57 @@ import argparse
 import contextlib
 import os
 import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import msgspec
 
-from docdex.index_format.config import ConfigError, load_config
-from docdex.index_format.layout import DataDir, IndexFormatError
-from docdex.runtime.logs import configure_logging
+from docdex.errors import DocdexError
+from docdex.index_format.config import load_config
+from docdex.index_format.environment import read_environment
+from docdex.index_format.layout import DataDir
+from docdex.model.files import use_cache
+from docdex.runtime.logs import FORMATS, LogSettings, configure_logging
+
+if TYPE_CHECKING:
+    from docdex.indexer.build.report import RunReport
 
 EXIT_FAILED, EXIT_INVALID = 1, 3
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """The cycle `argv` asks for, in the environment `environ` (default: this process's)."""
     args = _parser().parse_args(argv)
     if args.nice:
         with contextlib.suppress(OSError):
             os.nice(args.nice)
-    configure_logging()  # the worker's format and level, from the environment
-    from docdex.indexer.build.nospace import NoSpace
-    from docdex.indexer.build.run import (  # after nice: the import is heavy
-        IndexingError,
-        index_sources,
-    )
+    from docdex.indexer.build.nospace import NoSpace  # after nice: the imports are heavy
 
-    data = DataDir(args.data)
     try:
-        data.check()
-        report = index_sources(data, load_config(data), args.source or None, full=args.full)
-    except (IndexingError, ConfigError, IndexFormatError) as exc:
-        print(f"docdex cycle: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        report = _index(args, os.environ if environ is None else environ)
     except NoSpace as exc:  # worth retrying once there is space again
         print(f"docdex cycle: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except DocdexError as exc:
+        print(f"docdex cycle: {exc}", file=sys.stderr)
+        return EXIT_INVALID
     except KeyboardInterrupt:
         return 130
     sys.stdout.buffer.write(msgspec.json.encode(report) + b"\n")
     sys.stdout.flush()
     return 0
+
+
+def _index(args: argparse.Namespace, environ: Mapping[str, str]) -> RunReport:
+    environment = read_environment(environ)
+    use_cache(environment.cache_dir)
+    log_format = args.log_format or environment.log_format or "text"
+    configure_logging(LogSettings(log_format, args.log_level or environment.log_level or "INFO"))
+    from docdex.indexer.build.run import index_sources
+
+    data = DataDir(args.data)
+    data.check()
+    return index_sources(data, load_config(data), args.source or None, full=args.full)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -59,6 +74,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--source", action="append", default=[], help="repeatable; none = all")
     parser.add_argument("--full", action="store_true")
     parser.add_argument("--nice", type=int, default=0, help="niceness increment for this run")
+    parser.add_argument("--log-format", choices=FORMATS, help="default: $DOCDEX_LOG_FORMAT, text")
+    parser.add_argument("--log-level", help="default: $DOCDEX_LOG_LEVEL, INFO")
     return parser
 
 

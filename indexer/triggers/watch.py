@@ -26,11 +26,15 @@ from pathlib import Path
 
 import watchfiles
 
+from docdex.errors import DocdexError
 from docdex.index_format.config import Config, SourceConfig, SourceError, load_config, source_kind
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import current_version, load_current
+from docdex.indexer.build.context import Dirty
 from docdex.indexer.build.lock import watch_lock
-from docdex.indexer.build.run import Dirty, RunReport, index_sources, load_embedder
+from docdex.indexer.build.passage_model import load_passage_model
+from docdex.indexer.build.report import RunReport
+from docdex.indexer.build.run import index_sources
 from docdex.indexer.sources.worktree import WORKTREE_SUFFIX, is_editor_temp
 from docdex.model.embedder import Embedder
 from docdex.runtime.logs import log_event
@@ -46,7 +50,7 @@ CHECK_INTERVAL_S = 2.0  # idle: how often to look whether another writer replace
 RETRY_AFTER_S = 2.0  # after a failed cycle
 
 
-class WatchError(Exception):
+class WatchError(DocdexError):
     """Nothing can be watched (no checkout source, a named source is not a checkout)."""
 
 
@@ -194,7 +198,7 @@ class WatchLoop:
         self.data = data
         config = load_config(data)
         self.watched = watched_sources(config, names)
-        self.embedder = embedder or load_embedder(config.settings)
+        self.embedder = embedder or load_passage_model(config.settings)
         self.quiet_ms = quiet_ms
         self.max_latency_s = max_latency_ms / 1000
         self.on_cycle = on_cycle
@@ -282,11 +286,15 @@ def watch(
     **options,
 ) -> None:
     """Run the watch loop in this thread until `stop` is set (or KeyboardInterrupt); one
-    process per data directory watches (WatchBusy otherwise)."""
+    process per data directory watches (WatchBusy otherwise). WatchError when the
+    checkouts cannot be watched (e.g. past inotify's limit on watches)."""
     with watch_lock(data) as holder:
         if holder is not None:
             raise WatchBusy(holder)
-        WatchLoop(data, names, **options).run(stop or threading.Event())
+        try:
+            WatchLoop(data, names, **options).run(stop or threading.Event())
+        except OSError as exc:
+            raise WatchError(f"cannot watch: {exc} (see fs.inotify.max_user_watches)") from exc
 
 
 def watching_in_background(data: DataDir):
@@ -301,5 +309,5 @@ def _watch_unless_watched(data: DataDir, stop: threading.Event) -> None:
         watch(data, None, stop)
     except WatchBusy as exc:
         log_event(log, "watch-skipped", reason=f"{exc}; this process only reads")
-    except (WatchError, OSError) as exc:  # no checkout source; inotify's limit
+    except (WatchError, OSError) as exc:  # no checkout source; inotify's limit; the lock
         log_event(log, "watch-failed", logging.WARNING, error=str(exc))

@@ -38,7 +38,7 @@ from docdex.index_format.metrics import (
 )
 from docdex.index_format.queue import IndexRequest, pending_requests, remove_requests
 from docdex.index_format.times import iso_utc
-from docdex.runtime.logs import configure_logging, is_configured
+from docdex.runtime.logs import DEFAULT_LOGS, LogSettings
 
 from .cycle import EXIT_INVALID
 
@@ -123,12 +123,18 @@ def worker_pid(data: DataDir) -> int | None:
 # --- one cycle -----------------------------------------------------------------------------
 
 
-def run_cycle(data: DataDir, names: list[str] | None, settings: Settings, stop) -> CycleResult:
+def run_cycle(
+    data: DataDir,
+    names: list[str] | None,
+    settings: Settings,
+    stop,
+    logs: LogSettings = DEFAULT_LOGS,
+) -> CycleResult:
     """Run `python -m docdex.indexer.triggers.cycle` for `names` (None = every source) and wait
-    for it, killing it past settings.cycle_timeout_s or when stop() turns true. Its log lines pass
-    through to ours as they come; its report comes on stdout."""
+    for it, killing it past settings.cycle_timeout_s or when stop() turns true. It logs as
+    `logs` says; its log lines pass through to ours as they come; its report comes on stdout."""
     command = [sys.executable, "-m", "docdex.indexer.triggers.cycle", "--data", str(data.root)]
-    command += ["--nice", str(settings.nice)]
+    command += ["--nice", str(settings.nice), *logs.flags()]
     for name in names or []:
         command += ["--source", name]
     started = time.monotonic()
@@ -136,10 +142,12 @@ def run_cycle(data: DataDir, names: list[str] | None, settings: Settings, stop) 
     proc = subprocess.Popen(
         command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
+    assert proc.stdout is not None and proc.stderr is not None  # both are pipes
+    stdout = proc.stdout
     out: list[bytes] = []
     tail: deque[str] = deque(maxlen=20)
     readers = [
-        threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True),
+        threading.Thread(target=lambda: out.append(stdout.read()), daemon=True),
         threading.Thread(target=_forward, args=(proc.stderr, tail), daemon=True),
     ]
     for reader in readers:
@@ -214,6 +222,7 @@ class Worker:
     once: bool = False
     idle_exit_s: float | None = None  # None: run until stopped
     parent_pid: int | None = None  # exit when this process is no longer our parent
+    logs: LogSettings = DEFAULT_LOGS  # how its cycles log
     poll_s: float = POLL_S
     stop_requested: bool = False  # set by a signal handler: a plain flag, no locks
     attempts: dict[str, int] = field(default_factory=dict)  # request id -> failed cycles
@@ -303,7 +312,7 @@ class Worker:
             remove_requests(self.data, batch)
             return True
         log.info("indexing %s (%d request(s))", ", ".join(names or ["every source"]), len(batch))
-        result = run_cycle(self.data, names, config.settings, self.interrupted)
+        result = run_cycle(self.data, names, config.settings, self.interrupted, self.logs)
         return self._record(batch, names, result)
 
     def _drop_unknown(self, requests, configured: set[str]) -> list[IndexRequest]:
@@ -411,12 +420,13 @@ def run_worker(
     idle_exit_s: float | None = None,
     parent_pid: int | None = None,
     detach: bool = False,
+    logs: LogSettings = DEFAULT_LOGS,
 ) -> int:
-    """`docdex worker`: signals stop it cleanly (a running cycle is ended, its requests stay)."""
+    """`docdex worker`: signals stop it cleanly (a running cycle is ended, its requests stay).
+    `logs`: how this process logs (the command has set it up), for its cycles."""
     if detach:
         _detach()
-    setup_logging()
-    worker = Worker(data, once=once, idle_exit_s=idle_exit_s, parent_pid=parent_pid)
+    worker = Worker(data, once=once, idle_exit_s=idle_exit_s, parent_pid=parent_pid, logs=logs)
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda *_: setattr(worker, "stop_requested", True))
     return worker.run()
@@ -432,27 +442,12 @@ def _detach() -> None:
             os.ftruncate(2, 0)
 
 
-def setup_logging() -> None:
-    """`docdex worker` has logging set up by the CLI; a worker run otherwise gets the same."""
-    if not is_configured():
-        configure_logging()
-
-
-def start_worker_process(data: DataDir) -> subprocess.Popen:
-    """The worker beside `docdex serve`: a child process that exits with its parent."""
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "docdex.cli",
-            "--data",
-            str(data.root),
-            "worker",
-            "--parent-pid",
-            str(os.getpid()),
-        ],
-        stdin=subprocess.DEVNULL,
-    )
+def start_worker_process(data: DataDir, logs: LogSettings) -> subprocess.Popen:
+    """The worker beside `docdex serve`: a child process that logs as `logs` says and exits
+    with its parent."""
+    command = [sys.executable, "-m", "docdex.cli", "--data", str(data.root), *logs.flags()]
+    command += ["worker", "--parent-pid", str(os.getpid())]
+    return subprocess.Popen(command, stdin=subprocess.DEVNULL)
 
 
 def stop_worker_process(proc: subprocess.Popen, grace_s: float = 15.0) -> None:

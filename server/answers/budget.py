@@ -14,7 +14,7 @@ from typing import TypeVar
 import msgspec
 
 from docdex.errors import InvalidArgument
-from docdex.server.engine.hits import Hit, SearchResult
+from docdex.server.engine import Hit, SearchResult
 
 AnswerT = TypeVar("AnswerT", bound=msgspec.Struct)
 

@@ -1,7 +1,8 @@
 """`Docs`: the answers behind every tool and route, each from one leased index version.
 
-The MCP layer (tools.py) and the HTTP layer (routes.py) only translate its answers and its
-errors: `InvalidArgument` (bad arguments, unknown ids) and `NoVersion` (nothing to serve yet).
+The MCP layer (server/mcp/tools.py) and the HTTP layer (server/http/routes.py) only
+translate its answers and its errors: `InvalidArgument` (bad arguments), `NotFound` (a page,
+chunk or ref the served version does not hold) and `NoVersion` (nothing to serve yet).
 """
 
 from __future__ import annotations
@@ -19,10 +20,7 @@ from docdex.index_format.config import Config, ConfigError, SourceConfig, load_c
 from docdex.index_format.layout import DataDir
 from docdex.index_format.records import ServedPage, SourceState
 from docdex.index_format.refs import base_of
-from docdex.server.engine.hits import SearchResult, clip
-from docdex.server.engine.loaded import Snapshot
-from docdex.server.engine.scope import check_source, entry_doc_id, searched_entries, tagged_pages
-from docdex.server.engine.search import search
+from docdex.server.engine import Engine, SearchResult, clip
 from docdex.server.versions import NoVersion, VersionHolder
 
 from .budget import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, check_max_chars, within_budget, within_cap
@@ -59,7 +57,7 @@ class Docs:
         self,
         data: DataDir,
         embedder: Embedder,
-        holder: VersionHolder,
+        holder: VersionHolder[Engine],
         reranker: str = "default",
         started: float | None = None,  # time.monotonic() of the start, for uptime_s
     ):
@@ -84,17 +82,11 @@ class Docs:
         """search_docs and /api/search: the hits' texts hold at most `max_chars`. Without a
         `ref`, each source's default ref."""
         check_max_chars(max_chars)
-        with self.holder.acquire() as snapshot:
-            result = search(
-                snapshot,
-                self.embedder,
-                query,
-                num_results,
-                searched_entries(snapshot, _text("source", source), _text("ref", ref)),
-                path_prefix,
-                reranker=self.reranker,
-                tags=_tags(tags),
+        with self.holder.acquire() as engine:
+            scope = engine.scope(
+                _text("source", source), _text("ref", ref), path_prefix, _tags(tags)
             )
+            result = engine.search(query, num_results, scope)
         log.info(
             "search %r n=%d%s -> %d hits, version %d, %.1f ms",
             query[:80],
@@ -123,24 +115,22 @@ class Docs:
         after = parse_date("created_after", created_after)
         before = parse_date("created_before", created_before)
         path_part, title_part = file_path_contains.casefold(), title_contains.casefold()
-        with self.holder.acquire() as snapshot:
-            check_source(snapshot, source)
-            entries = searched_entries(snapshot, _text("source", source), _text("ref", ref))
-            tagged = tagged_pages(snapshot, _tags(tags))
+        with self.holder.acquire() as engine:
+            engine.check_source(source)
+            scope = engine.scope(_text("source", source), _text("ref", ref), tags=_tags(tags))
             matched = [
                 page
-                for page in snapshot.pages.values()
-                if (not entries or page.source in entries)
-                and (tagged is None or page.doc_id in tagged)
+                for page in engine.pages.values()
+                if scope.admits(page)
                 and path_part in page.path.casefold()
                 and title_part in page.title.casefold()
                 and _created_within(page, after, before)
             ]
-            version = snapshot.version
+            version = engine.version
         matched.sort(key=lambda p: (p.source, p.path))
         answer = PageList(
             documents=[
-                self.links.summary(page_summary(p, snapshot.ref_of(p.source)))
+                self.links.summary(page_summary(p, engine.ref_of(p.source)))
                 for p in matched[:limit]
             ],
             total=len(matched),
@@ -167,22 +157,22 @@ class Docs:
         if cursor and (start_line or end_line):
             raise InvalidArgument("pass either cursor or start_line/end_line, not both")
         paging = Paging(max_chars, start_line, end_line, cursor)
-        with self.holder.acquire() as snapshot:
-            doc_id = entry_doc_id(snapshot, doc_id, _text("ref", ref))
-            if CHUNK_ID.search(doc_id) and (chunk := snapshot.chunk(doc_id)) is not None:
-                answer = chunk_document(snapshot, chunk, paging)
-            elif (page := snapshot.pages.get(doc_id)) is not None:
-                answer = page_document(snapshot, page, paging)
+        with self.holder.acquire() as engine:
+            doc_id = engine.doc_id_at(doc_id, _text("ref", ref))
+            if CHUNK_ID.search(doc_id) and (chunk := engine.chunk(doc_id)) is not None:
+                answer = chunk_document(engine, chunk, paging)
+            elif (page := engine.pages.get(doc_id)) is not None:
+                answer = page_document(engine, page, paging)
             else:
-                raise unknown_doc(snapshot, doc_id)
+                raise unknown_doc(engine, doc_id)
         return within_cap(self.links.document(answer), "sections")
 
     def list_sources(self) -> SourceList:
         """The indexed sources (each indexed ref an entry), how current each is, then the
         configured sources the served version lacks."""
-        with self.holder.acquire() as snapshot:
-            states = dict(snapshot.manifest.sources)
-            version = snapshot.version
+        with self.holder.acquire() as engine:
+            states = dict(engine.manifest.sources)
+            version = engine.version
         sources = self._source_infos(states, fresh=True)
         return within_cap(SourceList(sources=sources, index_version=version), "sources")
 
@@ -223,8 +213,8 @@ class Docs:
         """The MCP server's instructions: what is indexed and how to use the tools (asked at
         every connection, so the repositories' tips are not read for it)."""
         try:
-            with self.holder.acquire() as snapshot:
-                states = dict(snapshot.manifest.sources)
+            with self.holder.acquire() as engine:
+                states = dict(engine.manifest.sources)
         except NoVersion:
             states = {}
         return server_instructions(self._source_infos(states, fresh=False))
@@ -234,9 +224,9 @@ class Docs:
     ) -> tuple[list[PageSummary], str]:
         """Pages in doc_id order after `cursor`, and the cursor of the next page ("": none)."""
         after = decode_page_cursor(cursor)
-        with self.holder.acquire() as snapshot:
-            ids = sorted(doc_id for doc_id in snapshot.pages if doc_id > after)
-            pages = [page_summary(snapshot.pages[doc_id]) for doc_id in ids[:limit]]
+        with self.holder.acquire() as engine:
+            ids = sorted(doc_id for doc_id in engine.pages if doc_id > after)
+            pages = [page_summary(engine.pages[doc_id]) for doc_id in ids[:limit]]
         more = len(ids) > limit
         return pages, encode_page_cursor(pages[-1].doc_id) if more else ""
 
@@ -245,8 +235,8 @@ class Docs:
         how to read the rest)."""
         doc_id = f"{source}:{path}"
         check_doc_id(doc_id)
-        with self.holder.acquire() as snapshot:
-            text = page_text(snapshot, _page(snapshot, doc_id))
+        with self.holder.acquire() as engine:
+            text = page_text(engine, _page(engine, doc_id))
         if len(text) <= MAX_MAX_CHARS:
             return text
         window = self.get_document(doc_id, max_chars=MAX_MAX_CHARS)
@@ -259,8 +249,8 @@ class Docs:
     def page_view(self, doc_id: str) -> PageView:
         """The search page's view of a page (SOURCE:PATH): its markdown rendered."""
         check_doc_id(doc_id)
-        with self.holder.acquire() as snapshot:
-            view = page_view(snapshot, _page(snapshot, doc_id))
+        with self.holder.acquire() as engine:
+            view = page_view(engine, _page(engine, doc_id))
         page = self.links.summary(view.page)
         return msgspec.structs.replace(view, page=page, permalink=page.url)
 
@@ -281,10 +271,10 @@ class Docs:
         )
 
 
-def _page(snapshot: Snapshot, doc_id: str) -> ServedPage:
-    page = snapshot.pages.get(doc_id)
+def _page(engine: Engine, doc_id: str) -> ServedPage:
+    page = engine.pages.get(doc_id)
     if page is None:
-        raise unknown_doc(snapshot, doc_id)
+        raise unknown_doc(engine, doc_id)
     return page
 
 

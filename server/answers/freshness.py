@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 
 import msgspec
 from dulwich.errors import NotGitRepository
-from dulwich.objects import Tag
+from dulwich.objects import ObjectID, Tag
+from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from docdex.index_format.layout import DataDir
@@ -97,7 +98,7 @@ class FreshnessWatch:
 
 def _peeled(repo: Repo, ref: str) -> str:
     try:
-        sha = repo.refs[ref.encode()]
+        sha = repo.refs[Ref(ref.encode())]
     except KeyError:
         return ""
     target = repo[sha]
@@ -109,11 +110,10 @@ def _peeled(repo: Repo, ref: str) -> str:
 def _count_between(repo: Repo, indexed: str, tip: str) -> int | None:
     """Commits reachable from `tip` but not from `indexed` (at most MAX_WALK); None when the
     indexed commit is not in the repository (a force-push removed it)."""
-    if indexed.encode() not in repo.object_store:
+    old, new = ObjectID(indexed.encode()), ObjectID(tip.encode())
+    if old not in repo.object_store:
         return None
-    walker = repo.get_walker(
-        include=[tip.encode()], exclude=[indexed.encode()], max_entries=MAX_WALK
-    )
+    walker = repo.get_walker(include=[new], exclude=[old], max_entries=MAX_WALK)
     return sum(1 for _ in walker)
 
 

@@ -21,8 +21,7 @@ import msgspec
 from docdex.index_format import metrics
 from docdex.index_format.layout import DataDir
 from docdex.index_format.records import SourceState
-from docdex.server.engine.loaded import Snapshot
-from docdex.server.engine.rerank import resolve_reranker
+from docdex.server.engine import Engine, RerankerError
 from docdex.server.versions import NoVersion, VersionHolder, VersionStats
 
 from .freshness import Freshness
@@ -37,7 +36,7 @@ FreshnessOf = Callable[[dict[str, SourceState]], dict[str, Freshness]]
 def health_report(
     data: DataDir,
     embedder: Embedder,
-    holder: VersionHolder,
+    holder: VersionHolder[Engine],
     reranker: str,
     started: float,
     freshness_of: FreshnessOf,
@@ -46,9 +45,9 @@ def health_report(
     stats = holder.stats()
     body = _status_body(data, embedder, reranker, stats, started)
     try:
-        with holder.acquire() as snapshot:
-            body.update(_index_summary(snapshot, freshness_of(dict(snapshot.manifest.sources))))
-            body["models"]["reranker"] = _reranker_name(reranker, snapshot)
+        with holder.acquire() as engine:
+            body.update(_index_summary(engine, freshness_of(dict(engine.manifest.sources))))
+            body["models"]["reranker"] = _reranker_name(reranker, engine)
     except NoVersion as exc:
         body.update(status="error", error=str(exc))
         return 503, body
@@ -89,13 +88,13 @@ def _status_body(
     }
 
 
-def _index_summary(snapshot: Snapshot, freshness: dict[str, Freshness]) -> dict[str, Any]:
-    sources = snapshot.manifest.sources
+def _index_summary(engine: Engine, freshness: dict[str, Freshness]) -> dict[str, Any]:
+    sources = engine.manifest.sources
     return {
-        "index_version": snapshot.version,
-        "index_created_at": snapshot.manifest.created_at,
+        "index_version": engine.version,
+        "index_created_at": engine.manifest.created_at,
         "total_sources": len(sources),
-        "total_chunks": snapshot.manifest.chunks,
+        "total_chunks": engine.manifest.chunks,
         "sources": {
             name: {
                 "commit": s.commit,
@@ -111,12 +110,11 @@ def _index_summary(snapshot: Snapshot, freshness: dict[str, Freshness]) -> dict[
     }
 
 
-def _reranker_name(configured: str, snapshot: Snapshot) -> str:
+def _reranker_name(configured: str, engine: Engine) -> str:
     try:
-        resolved = resolve_reranker(configured, snapshot)
-    except ValueError as exc:
+        return engine.reranker_name()
+    except RerankerError as exc:
         return f"{configured} (unavailable: {exc})"
-    return "none" if resolved is None else getattr(resolved, "name", configured)
 
 
 def _round(value: float | None) -> float | None:

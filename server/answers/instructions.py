@@ -4,7 +4,7 @@ so they follow the sources as they change."""
 
 from __future__ import annotations
 
-from docdex.server.engine.hits import RESOURCE_TEMPLATE
+from docdex.server.engine import RESOURCE_TEMPLATE
 
 from .shapes import SourceInfo
 

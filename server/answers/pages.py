@@ -15,8 +15,7 @@ import msgspec
 
 from docdex.index_format.reassembly import reassemble
 from docdex.index_format.records import ChunkRecord, ServedPage, SourceState
-from docdex.server.engine.hits import TITLE_CHARS, breadcrumb, clip, clip_headings, resource_uri
-from docdex.server.engine.loaded import Snapshot
+from docdex.server.engine import TITLE_CHARS, Engine, breadcrumb, clip, clip_headings, resource_uri
 
 from .freshness import Freshness
 from .paging import Cursor, Lines, Window, decode_cursor, encode_cursor
@@ -50,18 +49,8 @@ def page_summary(page: ServedPage, ref: str = "") -> PageSummary:
     )
 
 
-def page_chunks(snapshot: Snapshot, page: ServedPage) -> list[ChunkRecord]:
-    by_id = {seg.id: seg for seg in snapshot.segments}
-    out = []
-    for ref in page.chunks:
-        seg = by_id.get(ref.segment)
-        if seg is not None and 0 <= ref.index < len(seg.chunks):
-            out.append(seg.chunks[ref.index])
-    return out
-
-
-def page_text(snapshot: Snapshot, page: ServedPage) -> str:
-    return reassemble(page_chunks(snapshot, page))
+def page_text(engine: Engine, page: ServedPage) -> str:
+    return reassemble(engine.page_chunks(page))
 
 
 class Paging(msgspec.Struct, frozen=True):
@@ -85,17 +74,17 @@ class Paging(msgspec.Struct, frozen=True):
         return window, encode_cursor(Cursor(doc_id, commit, window.next_offset, stop))
 
 
-def page_document(snapshot: Snapshot, page: ServedPage, paging: Paging) -> Document:
+def page_document(engine: Engine, page: ServedPage, paging: Paging) -> Document:
     """A window of the page; its text and the list of the sections it overlaps share
     `max_chars` (the text keeps at least half), and sections past it are left out."""
-    chunks = page_chunks(snapshot, page)
-    summary = page_summary(page, snapshot.ref_of(page.source))
+    chunks = engine.page_chunks(page)
+    summary = page_summary(page, engine.ref_of(page.source))
     lines = Lines(reassemble(chunks))
 
     def window(budget: int) -> tuple[Document, list[Section]]:
         document = _window(
             "page",
-            snapshot,
+            engine,
             page,
             page.commit,
             lines,
@@ -139,17 +128,19 @@ def _within(sections: list[Section], budget: int) -> list[Section]:
     return kept
 
 
-def chunk_document(snapshot: Snapshot, chunk: ChunkRecord, paging: Paging) -> Document:
-    page = snapshot.pages.get(chunk.doc_id)
-    number = int(CHUNK_ID.search(chunk.chunk_id).group(1))  # type: ignore[union-attr]
+def chunk_document(engine: Engine, chunk: ChunkRecord, paging: Paging) -> Document:
+    page = engine.pages.get(chunk.doc_id)
+    found = CHUNK_ID.search(chunk.chunk_id)
+    assert found is not None, chunk.chunk_id  # every chunk id ends in #chunkN
+    number = int(found.group(1))
 
     def neighbour(n: int) -> str | None:
         chunk_id = f"{chunk.doc_id}#chunk{n}"
-        return chunk_id if n >= 0 and snapshot.chunk(chunk_id) is not None else None
+        return chunk_id if n >= 0 and engine.chunk(chunk_id) is not None else None
 
     return _window(
         "chunk",
-        snapshot,
+        engine,
         chunk,
         page.commit if page else "",
         Lines(chunk.text, first_line=chunk.start_line),
@@ -164,7 +155,7 @@ def chunk_document(snapshot: Snapshot, chunk: ChunkRecord, paging: Paging) -> Do
 
 def _window(
     kind: str,
-    snapshot: Snapshot,
+    engine: Engine,
     of: ServedPage | ChunkRecord,
     commit: str,
     lines: Lines,
@@ -188,8 +179,8 @@ def _window(
         last_line=lines.last_line,
         truncated=bool(cursor),
         next_cursor=cursor,
-        index_version=snapshot.version,
-        ref=snapshot.ref_of(of.source),
+        index_version=engine.version,
+        ref=engine.ref_of(of.source),
         **own,
     )
 

@@ -12,10 +12,9 @@ import msgspec
 
 from docdex.index_format.reassembly import reassemble
 from docdex.index_format.records import ServedPage
-from docdex.server.engine.hits import breadcrumb
-from docdex.server.engine.loaded import Snapshot
+from docdex.server.engine import Engine, breadcrumb
 
-from .pages import page_chunks, page_summary
+from .pages import page_summary
 from .paging import Lines
 from .shapes import PageSummary, Section
 
@@ -38,10 +37,10 @@ class PageView(msgspec.Struct):
     permalink: str = ""
 
 
-def page_view(snapshot: Snapshot, page: ServedPage, limit: int = VIEW_CHARS) -> PageView:
+def page_view(engine: Engine, page: ServedPage, limit: int = VIEW_CHARS) -> PageView:
     from .render import Where, render_markdown  # markdown-it: 30 ms a start does not need
 
-    chunks = page_chunks(snapshot, page)
+    chunks = engine.page_chunks(page)
     lines = Lines(reassemble(chunks))
     window = lines.window(0, len(lines.text), limit)
     cut = window.next_offset is not None
@@ -53,7 +52,7 @@ def page_view(snapshot: Snapshot, page: ServedPage, limit: int = VIEW_CHARS) -> 
             f"start_line={window.end_line + 1}) reads on."
         )
     return PageView(
-        page=page_summary(page, snapshot.ref_of(page.source)),
+        page=page_summary(page, engine.ref_of(page.source)),
         size=page.size,
         html=render_markdown(window.text, Where(page.source, page.path)),
         first_line=window.start_line,
@@ -64,5 +63,5 @@ def page_view(snapshot: Snapshot, page: ServedPage, limit: int = VIEW_CHARS) -> 
         sections=[
             Section(c.chunk_id, breadcrumb(c.headings), c.start_line, c.end_line) for c in chunks
         ],
-        index_version=snapshot.version,
+        index_version=engine.version,
     )

@@ -21,7 +21,7 @@ from dulwich.config import ConfigFile
 
 from docdex.index_format.config import ConfigError, SourceConfig, load_config
 from docdex.index_format.layout import DataDir
-from docdex.server.engine.hits import Hit, SearchResult
+from docdex.server.engine import Hit, SearchResult
 
 from .shapes import Document, PageSummary
 

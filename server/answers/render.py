@@ -84,7 +84,7 @@ def render_markdown(text: str, where: Where) -> str:
 @cache
 def _markdown() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
-    md.validateLink = _parses_as_link  # type: ignore[method-assign]
+    md.validateLink = _parses_as_link  # type: ignore[method-assign]  # markdown-it's documented hook
     md.add_render_rule("image", _image)
     md.add_render_rule("heading_close", _heading_close)
     return md

@@ -1,7 +1,8 @@
 """Checks on tool and route arguments: limits, source names, dates and document ids.
 
 Every check raises `InvalidArgument` with a message an agent can act on (the MCP layer turns it
-into a tool error, the HTTP layer into a 400). Document ids are checked before anything is
+into a tool error, the HTTP layer into a 400); a well-formed id that names nothing in the served
+version is `NotFound` instead (`unknown_doc`: a 404). Document ids are checked before anything is
 looked up, and are only ever looked up in a version's tables, never turned into a file path:
 so an id only needs to be well-formed enough to split into its source and path, and any id
 docdex hands out (a path with a tab, a newline or a backslash, or 200 folders deep) is
@@ -13,10 +14,9 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from docdex.errors import InvalidArgument, shown
+from docdex.errors import InvalidArgument, NotFound, shown
 from docdex.index_format.refs import is_doc_source
-from docdex.server.engine.loaded import Snapshot
-from docdex.server.engine.scope import valid_sources
+from docdex.server.engine import Engine
 
 MAX_LIMIT = 100
 # The longest doc_id looked up. Git itself bounds no path, and the indexer takes the paths of
@@ -84,20 +84,21 @@ def check_doc_id(doc_id: str) -> None:
         )
 
 
-def unknown_doc(snapshot: Snapshot, doc_id: str) -> InvalidArgument:
-    """The error for a well-formed id that names nothing in this version."""
+def unknown_doc(engine: Engine, doc_id: str) -> NotFound:
+    """The error for a well-formed id that names nothing in this version: what it is missing,
+    and where valid ids come from."""
     source = doc_id.partition(":")[0]
-    if source not in snapshot.manifest.sources:
-        return InvalidArgument(
+    if source not in engine.manifest.sources:
+        return NotFound(
             f"no document {shown(doc_id)}: unknown source {shown(source)}; "
-            f"valid sources: {valid_sources(snapshot)}"
+            f"valid sources: {', '.join(engine.sources) or '(none indexed yet)'}"
         )
     hint = (
         " (backslashes are part of a file name here, not separators: paths use '/')"
         if "\\" in doc_id
         else ""
     )
-    return InvalidArgument(
-        f"no document {shown(doc_id)} in index version {snapshot.version}{hint}; use a "
+    return NotFound(
+        f"no document {shown(doc_id)} in index version {engine.version}{hint}; use a "
         "doc_id or chunk_id returned by search_docs or query_docs"
     )

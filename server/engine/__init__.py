@@ -1,1 +1,55 @@
-"""TODO"""
+"""The search engine: one index version opened for searching (`Engine`), its tunables
+(`EngineSettings`), what it answers (`SearchResult`, `Hit`, and the limits on what a file
+controls in them) and what a search may return (`Scope`). Everything else in this package
+is its inside: the server, the CLI, `docdex eval` and the benches use these names only
+(tests/lint_imports.py checks it).
+"""
+
+from .engine import (
+    MAX_QUERY_CHARS,
+    MAX_RESULTS,
+    DerivedState,
+    Engine,
+    SegmentStatus,
+    StageTimes,
+)
+from .hits import (
+    RESOURCE_TEMPLATE,
+    TITLE_CHARS,
+    Hit,
+    SearchResult,
+    breadcrumb,
+    clip,
+    clip_headings,
+    resource_uri,
+)
+from .rerank import RerankerError, check_reranker_name
+from .retrieval import Retrieval
+from .scope import Scope
+from .settings import DEFAULT_SETTINGS, DenseTrust, EngineSettings, Fusion, FusionWeights
+
+__all__ = [
+    "DEFAULT_SETTINGS",
+    "MAX_QUERY_CHARS",
+    "MAX_RESULTS",
+    "RESOURCE_TEMPLATE",
+    "TITLE_CHARS",
+    "DenseTrust",
+    "DerivedState",
+    "Engine",
+    "EngineSettings",
+    "Fusion",
+    "FusionWeights",
+    "Hit",
+    "RerankerError",
+    "Retrieval",
+    "Scope",
+    "SearchResult",
+    "SegmentStatus",
+    "StageTimes",
+    "breadcrumb",
+    "check_reranker_name",
+    "clip",
+    "clip_headings",
+    "resource_uri",
+]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 
 import tantivy
@@ -14,14 +14,10 @@ import tantivy
 from docdex.index_format.text import CJK_FIELD, TEXT_FIELDS, TextAnalysis, identifier_terms
 
 from .candidates import Candidate
-from .loaded import Snapshot
-from .query import QueryProfile
+from .dense import best_cosine
+from .loaded import LoadedVersion
+from .query import QueryContext, QueryProfile
 
-# low_confidence: a share of the query (IDF-weighted) at least ABSENT_SHARE in terms the
-# index never contains, or the best cosine below WEAK_DENSE and no lexical match as strong as
-# WEAK_LEXICAL (docs/retrieval.md, "Saying no answer")
-ABSENT_SHARE = 0.2
-ABSENCE_MIN_CHUNKS = 100  # in a smaller index, a word's absence says little
 # Function words (and one-letter terms) are never counted absent, whatever the index holds.
 _FUNCTION_WORDS_TEXT = """
     a about above after again all also am an and any are as at be because been before being
@@ -32,54 +28,44 @@ _FUNCTION_WORDS_TEXT = """
     until up very was we were what when where which while who whom why will with would you your
     yours"""
 _FUNCTION_WORDS = frozenset(_FUNCTION_WORDS_TEXT.split())
-WEAK_DENSE = 0.35
-WEAK_LEXICAL = 0.5
-# An absent everyday word ("halfway", "epoch") counts only when dropping it brings the
-# question this much closer to the corpus (best cosine): then it was the question's subject.
-SUBJECT_GAIN = 0.06
 
 
-def is_low_confidence(
-    snapshot: Snapshot,
-    profile: QueryProfile,
-    ranked: list[Candidate],
-    cosine_of: Callable[[str], float],
-) -> bool:
+def is_low_confidence(ctx: QueryContext, ranked: list[Candidate]) -> bool:
     """Weak evidence: the query names something the corpus never mentions, or names a thing
     the corpus knows but none of the first hits is about, or the best hit is neither
-    semantically close nor a good lexical match. `cosine_of(text)`: the best cosine of
-    another text over the same scope."""
+    semantically close nor a good lexical match (thresholds: `ctx.settings.confidence`)."""
     if not ranked:
         return True
-    if absent_share(snapshot, profile) >= ABSENT_SHARE and absence_is_the_subject(
-        snapshot, profile, ranked, cosine_of
+    version, profile, limits = ctx.version, ctx.profile, ctx.settings.confidence
+    min_chunks = limits.absence_min_chunks
+    if absent_share(version, profile, min_chunks) >= limits.absent_share and (
+        absence_is_the_subject(ctx, ranked)
     ):
         return True
-    if unmatched_names_share(snapshot, profile, ranked[:10]) >= ABSENT_SHARE:
+    if unmatched_names_share(version, profile, ranked[:10], min_chunks) >= limits.absent_share:
         return True
     best_dense = max(c.dense for c in ranked[:10])
-    if best_dense >= WEAK_DENSE:
+    if best_dense >= limits.weak_dense:
         return False
-    return lexical_coverage(snapshot, profile, ranked[0]) < WEAK_LEXICAL
+    return lexical_coverage(version, profile, ranked[0]) < limits.weak_lexical
 
 
-def absence_is_the_subject(
-    snapshot: Snapshot,
-    profile: QueryProfile,
-    ranked: list[Candidate],
-    cosine_of: Callable[[str], float],
-) -> bool:
+def absence_is_the_subject(ctx: QueryContext, ranked: list[Candidate]) -> bool:
     """Whether the words no chunk contains are what the question is about: one of them
     names a thing (a product, a place, a version), or the rest of the question, without
     them, comes clearly closer to the corpus. An everyday word of a paraphrase ("continue
     a download interrupted halfway") changes the best cosine by a few hundredths."""
-    absent = absent_words(snapshot, profile)
+    profile = ctx.profile
+    absent = absent_words(ctx.version, profile)
     if not absent or any(names_a_thing(word, at) for at, word in absent):
         return True
     dropped = {word for _, word in absent}
     rest = " ".join(word for word in profile.text.split() if word not in dropped)
+    if not rest:
+        return False
     best = max(c.dense for c in ranked)
-    return bool(rest) and cosine_of(rest) - best >= SUBJECT_GAIN
+    closer = best_cosine(ctx.version, ctx.embedder.embed_query(rest), ctx.scope, ctx.settings)
+    return closer - best >= ctx.settings.confidence.subject_gain
 
 
 def names_a_thing(word: str, position: int) -> bool:
@@ -91,18 +77,18 @@ def names_a_thing(word: str, position: int) -> bool:
 _NAMED = re.compile(r"[0-9]|.[A-Z]")
 
 
-def absent_words(snapshot: Snapshot, profile: QueryProfile) -> list[tuple[int, str]]:
+def absent_words(version: LoadedVersion, profile: QueryProfile) -> list[tuple[int, str]]:
     """(position, word) of the query's words whose every content term no chunk contains."""
     out = []
     for at, word in enumerate(profile.text.split()):
         terms = content_terms(profile, word)
-        if terms and all(text_frequency(snapshot, t) == 0 for t in terms):
+        if terms and all(text_frequency(version, t) == 0 for t in terms):
             out.append((at, word))
     return out
 
 
 def unmatched_names_share(
-    snapshot: Snapshot, profile: QueryProfile, head: list[Candidate]
+    version: LoadedVersion, profile: QueryProfile, head: list[Candidate], min_chunks: int
 ) -> float:
     """The IDF-weighted share of the query in terms of words that name a thing, which the
     corpus contains but none of `head` does ("a Slack channel" where two pages say Slack
@@ -112,17 +98,15 @@ def unmatched_names_share(
         for at, word in enumerate(profile.text.split())
         if names_a_thing(word, at)
         for term in content_terms(profile, word)
-        if (df := text_frequency(snapshot, term)) > 0
+        if (df := text_frequency(version, term)) > 0
     }
-    total = snapshot.searcher.num_docs
-    if not named or not head or total < ABSENCE_MIN_CHUNKS:
+    total = version.searcher.num_docs
+    if not named or not head or total < min_chunks:
         return 0.0
-    ids = [c.chunk(snapshot).chunk_id for c in head]
-    weight = sum(term_idf(total, text_frequency(snapshot, t)) for t in profile.terms)
+    ids = [c.chunk.chunk_id for c in head]
+    weight = sum(term_idf(total, text_frequency(version, t)) for t in profile.terms)
     missed = sum(
-        term_idf(total, df)
-        for t, df in named.items()
-        if not any_contains(snapshot, profile, ids, t)
+        term_idf(total, df) for t, df in named.items() if not any_contains(version, profile, ids, t)
     )
     return missed / weight if weight else 0.0
 
@@ -132,13 +116,13 @@ def content_terms(profile: QueryProfile, word: str) -> list[str]:
     return [t for t in profile.analysis.terms(word) if len(t) > 1 and t not in ignored]
 
 
-def text_frequency(snapshot: Snapshot, term: str, fields: Sequence[str] = TEXT_FIELDS) -> int:
+def text_frequency(version: LoadedVersion, term: str, fields: Sequence[str] = TEXT_FIELDS) -> int:
     """How many chunks hold the term in these fields (by default title, headings or text)."""
-    return sum(snapshot.searcher.doc_freq(name, term) for name in fields)
+    return sum(version.searcher.doc_freq(name, term) for name in fields)
 
 
 def any_contains(
-    snapshot: Snapshot, profile: QueryProfile, chunk_ids: list[str], term: str
+    version: LoadedVersion, profile: QueryProfile, chunk_ids: list[str], term: str
 ) -> bool:
     """Whether one of the chunks holds the term in its title, headings or text."""
     schema = profile.analysis.schema()
@@ -151,23 +135,24 @@ def any_contains(
             (tantivy.Occur.Must, tantivy.Query.term_set_query(schema, "chunk_id", chunk_ids)),
         ]
     )
-    return bool(snapshot.searcher.search(query, 1, count=False).hits)
+    return bool(version.searcher.search(query, 1, count=False).hits)
 
 
-def absent_share(snapshot: Snapshot, profile: QueryProfile) -> float:
+def absent_share(version: LoadedVersion, profile: QueryProfile, min_chunks: int) -> float:
     """The IDF-weighted share of the query's terms that no chunk of the index contains (in
     its title, headings or text): a question about a product, an option or a person that
     the documents never name has no answer in them, however close its other words come.
-    Function words count in the weight but are never absent (a tiny index may lack them)."""
-    total = snapshot.searcher.num_docs
-    if total < ABSENCE_MIN_CHUNKS:
+    Function words count in the weight but are never absent (a tiny index may lack them);
+    in an index of fewer than `min_chunks` chunks a word's absence says little."""
+    total = version.searcher.num_docs
+    if total < min_chunks:
         return 0.0
     weight = absent = 0.0
     ignored = function_words(profile.analysis)
     for fields, term in [(TEXT_FIELDS, t) for t in profile.terms] + [
         ((CJK_FIELD,), t) for t in profile.cjk
     ]:
-        df = text_frequency(snapshot, term, fields)
+        df = text_frequency(version, term, fields)
         idf = term_idf(total, df)
         weight += idf
         if df == 0 and len(term) > 1 and term not in ignored:
@@ -186,13 +171,13 @@ def function_words(analysis: TextAnalysis) -> frozenset[str]:
     return frozenset(term for word in _FUNCTION_WORDS for term in analysis.terms(word))
 
 
-def lexical_coverage(snapshot: Snapshot, profile: QueryProfile, cand: Candidate) -> float:
+def lexical_coverage(version: LoadedVersion, profile: QueryProfile, cand: Candidate) -> float:
     """1.0 when an identifier of the query occurs in the candidate chunk; otherwise the
     IDF-weighted share of the query's terms that occur in it."""
-    chunk = cand.chunk(snapshot)
+    chunk = cand.chunk
     if profile.identifier:
-        wanted = identifier_terms(" ".join(profile.code))
-        if wanted and wanted[0] in set(identifier_terms(chunk.text)):
+        code = identifier_terms(" ".join(profile.code))
+        if code and code[0] in set(identifier_terms(chunk.text)):
             return 1.0
     wanted = [("body", t) for t in profile.terms] + [(CJK_FIELD, t) for t in profile.cjk]
     if not wanted:
@@ -201,7 +186,7 @@ def lexical_coverage(snapshot: Snapshot, profile: QueryProfile, cand: Candidate)
     analysis = profile.analysis
     present = {("body", t) for t in analysis.terms(text)}
     present |= {(CJK_FIELD, t) for t in analysis.cjk_terms(text)} if profile.cjk else set()
-    searcher = snapshot.searcher
+    searcher = version.searcher
     total = searcher.num_docs or 1
     weight = hit = 0.0
     for field_term in wanted:

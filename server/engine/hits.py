@@ -13,6 +13,9 @@ from urllib.parse import quote
 
 import msgspec
 
+from .candidates import Candidate
+from .loaded import LoadedVersion
+
 RESOURCE_SCHEME = "docdex"
 RESOURCE_TEMPLATE = "docdex://{source}/{+path}"
 # RFC 6570 reserved expansion keeps these as they are; `?`, `#`, `[` and `]` are escaped too,
@@ -68,3 +71,26 @@ def resource_uri(source: str, path: str) -> str:
     """The page's MCP resource URI, the expansion of RESOURCE_TEMPLATE."""
     # An entry of another ref ("docs@release/1.0") keeps its '/' escaped, within {source}.
     return f"{RESOURCE_SCHEME}://{quote(source, safe='@')}/{quote(path, safe=_URI_SAFE)}"
+
+
+def to_hit(version: LoadedVersion, c: Candidate) -> Hit:
+    chunk = c.chunk
+    page = version.pages.get(chunk.doc_id)
+    return Hit(
+        doc_id=chunk.doc_id,
+        chunk_id=chunk.chunk_id,
+        source=chunk.source,
+        path=chunk.path,
+        uri=resource_uri(chunk.source, chunk.path),
+        ref=version.ref_of(chunk.source),
+        title=clip(chunk.title, TITLE_CHARS),
+        headings=clip_headings(chunk.headings),
+        heading=breadcrumb(chunk.headings),
+        text=chunk.text,
+        score=round(float(c.score), 6),
+        start_line=chunk.start_line,
+        end_line=chunk.end_line,
+        commit=page.commit if page else "",
+        match=c.match,
+        modified=page.modified if page else "",
+    )

@@ -4,58 +4,50 @@ a query never waits for a helper that is busy with another query's work (adr/002
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
 
-HELPERS = max(0, (os.cpu_count() or 1) - 1)  # threads beside the caller; 0: all in the caller
+CORES_LESS_ONE = max(0, (os.cpu_count() or 1) - 1)  # helpers beside the caller by default
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
+_pools: dict[int, ThreadPoolExecutor] = {}  # helper count -> its threads, made at first use
+_pools_lock = threading.Lock()
 
 
-def run_shared(tasks: Sequence[Callable[[], Any]]) -> list[Any]:
+def run_shared(tasks: Sequence[Callable[[], Any]], helpers: int | None = None) -> list[Any]:
     """Each task's result, in the order given; the first exception raised is re-raised
-    once every task has finished."""
-    if len(tasks) <= 1 or HELPERS == 0:
+    once every task has finished. `helpers`: threads beside the caller (None: one fewer than
+    the cores; 0: every task in the caller)."""
+    count = CORES_LESS_ONE if helpers is None else helpers
+    if len(tasks) <= 1 or count == 0:
         return [task() for task in tasks]
-    with start(tasks) as batch:
+    with start(tasks, count) as batch:
         return batch.join()
 
 
-def start(tasks: Sequence[Callable[[], Any]]) -> Batch:
+def start(tasks: Sequence[Callable[[], Any]], helpers: int | None = None) -> Batch:
     """`tasks` begun on the helpers now, while the caller does other work; `join` runs
     what no helper has taken. Used as a context manager, no task outlives the block."""
     batch = Batch(tasks)
-    if HELPERS and tasks:
-        pool = _helpers()
-        for _ in range(min(HELPERS, len(tasks))):
+    count = CORES_LESS_ONE if helpers is None else helpers
+    if count and tasks:
+        pool = _helpers(count)
+        for _ in range(min(count, len(tasks))):
             pool.submit(batch.drain)
     return batch
 
 
-@contextlib.contextmanager
-def helpers(count: int) -> Iterator[None]:
-    """`count` helper threads inside the block: the benches time a query on one thread
-    beside the same query on every core."""
-    global HELPERS
-    before, HELPERS = HELPERS, count
-    try:
-        yield
-    finally:
-        HELPERS = before
-
-
-def _helpers() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(HELPERS, thread_name_prefix="docdex-search")
-        return _pool
+def _helpers(count: int) -> ThreadPoolExecutor:
+    """The process's `count` helper threads (the same ones for every query asking for as
+    many)."""
+    with _pools_lock:
+        pool = _pools.get(count)
+        if pool is None:
+            pool = _pools[count] = ThreadPoolExecutor(count, thread_name_prefix="docdex-search")
+        return pool
 
 
 class Batch:

@@ -1,14 +1,21 @@
 """What a query is, once analysed: its terms as the index analysed the documents, its
-code-like tokens and literals, and whether it leans lexical (docs/retrieval.md, "Analysis")."""
+code-like tokens and literals, and whether it leans lexical (docs/retrieval.md, "Analysis");
+and the query being answered, as every stage of a search receives it (`QueryContext`)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from docdex.index_format.text import TextAnalysis, identifier_terms, text_analysis
 
-from .loaded import Snapshot
+from .loaded import LoadedVersion
+from .scope import Scope
+from .settings import EngineSettings
+
+if TYPE_CHECKING:
+    from docdex.model.embedder import Embedder
 
 
 @dataclass(frozen=True)
@@ -24,6 +31,18 @@ class QueryProfile:
     analysis: TextAnalysis = field(default_factory=text_analysis)  # the index's (text.py)
 
 
+@dataclass(frozen=True)
+class QueryContext:
+    """One query being answered: what every stage of a search reads, passed down as one
+    value."""
+
+    version: LoadedVersion
+    settings: EngineSettings
+    embedder: Embedder
+    profile: QueryProfile
+    scope: Scope
+
+
 # Code-like tokens: letters and digits mixed, camelCase, snake_case, dotted/path-like, flags
 # and sigils, and fragments of identifiers (`_generic`, `binders_`). A hyphen between letters
 # (click-to-run) or an acronym (MSP, URLs) alone is prose: such questions keep the prose
@@ -34,11 +53,6 @@ _IDENTIFIER_SHAPE = re.compile(
 SHORT_QUERY_TERMS = 2
 _EDGE = "\"'`()[]{}<>,;!?*|“”‘’«»."
 MIN_LITERAL_CHARS = 3
-
-
-def analysis_of(snapshot: Snapshot) -> TextAnalysis:
-    """The analysis the snapshot's text index was built with: queries are analysed alike."""
-    return text_analysis(snapshot.manifest.text_analysis)
 
 
 def profile_query(text: str, analysis: TextAnalysis | None = None) -> QueryProfile:

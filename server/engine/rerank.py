@@ -3,7 +3,7 @@
 - `none`: keep the fused order.
 - `maxsim`: late interaction. IDF-weighted MaxSim of the query's MiniLM token vectors
   against each candidate's token vectors, stored at index time (index_format/tokens.py);
-  added to the fused score with weight `MAXSIM_WEIGHT`.
+  added to the fused score with weight `maxsim_weight`.
 - `cross-encoder`: any local ONNX cross-encoder directory (model.onnx + tokenizer.json;
   inputs input_ids, attention_mask[, token_type_ids]; output logits): its logit replaces
   the fused score of the head (the head is still returned before the tail).
@@ -14,20 +14,25 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
+from docdex.errors import DocdexError
 from docdex.index_format.tokens import TokenArrays
 from docdex.model.late_interaction import QueryEncoding, encode_query
 
 from .candidates import Candidate
-from .loaded import Snapshot
+from .loaded import LoadedVersion
+from .query import QueryContext
 
-MAXSIM_WEIGHT = 2.0  # chosen in docs/retrieval.md, "MaxSim weight" (adr/0004)
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+RERANKERS = "default, none, maxsim, cross-encoder:/path/to/model-dir"
 
 
-class RerankerError(ValueError):
+class RerankerError(DocdexError, ValueError):
     """A reranker cannot be built from what was configured."""
 
 
@@ -36,38 +41,29 @@ class Reranker(Protocol):
     needs_tokens: bool  # wants the query's token vectors in `encoding`
 
     def rerank(
-        self,
-        snapshot: Snapshot,
-        embedder,
-        query: str,
-        candidates: list[Candidate],
-        encoding: QueryEncoding | None = None,
+        self, ctx: QueryContext, candidates: list[Candidate], encoding: QueryEncoding
     ) -> None:
         """Set `score` of every candidate (the caller sorts)."""
 
 
-def resolve_reranker(reranker: Reranker | str | None, snapshot: Snapshot) -> Reranker | None:
-    """A reranker object from a name; "default" is MaxSim when the index has token vectors."""
-    if reranker is None or not isinstance(reranker, str):
-        return reranker
-    if reranker == "none":
+def resolve_reranker(name: str, version: LoadedVersion) -> Reranker | None:
+    """A reranker from its name; "default" is MaxSim when the index has token vectors."""
+    if name == "none":
         return None
-    if reranker == "default":
-        return _MAXSIM if has_token_vectors(snapshot) else None
-    if reranker == "maxsim":
-        return _MAXSIM
-    if reranker.startswith("cross-encoder:"):
-        return CrossEncoderReranker.cached(reranker.split(":", 1)[1])
-    raise RerankerError(
-        f"unknown reranker {reranker!r}; choose one of: default, none, maxsim, "
-        "cross-encoder:/path/to/model-dir"
-    )
+    if name == "default":
+        return MAXSIM if version.has_token_vectors else None
+    if name == "maxsim":
+        return MAXSIM
+    if name.startswith("cross-encoder:"):
+        return CrossEncoderReranker.cached(name.split(":", 1)[1])
+    raise RerankerError(f"unknown reranker {name!r}; choose one of: {RERANKERS}")
 
 
-def has_token_vectors(snapshot: Snapshot) -> bool:
-    return bool(snapshot.segments) and all(
-        s.tokens is not None for s in snapshot.segments if s.live_row_count
-    )
+def check_reranker_name(name: str) -> str:
+    """`name` if it names a reranker (a cross-encoder's directory is checked when loaded)."""
+    if name in ("default", "none", "maxsim") or name.startswith("cross-encoder:"):
+        return name
+    raise RerankerError(f"unknown reranker {name!r}; choose one of: {RERANKERS}")
 
 
 # --- MaxSim ---------------------------------------------------------------------------------
@@ -83,30 +79,23 @@ class MaxSimReranker:
     name = "maxsim"
     needs_tokens = True
 
-    def __init__(self, weight: float = MAXSIM_WEIGHT) -> None:
-        self.weight = weight
-
     def rerank(
-        self,
-        snapshot: Snapshot,
-        embedder,
-        query: str,
-        candidates: list[Candidate],
-        encoding: QueryEncoding | None = None,
+        self, ctx: QueryContext, candidates: list[Candidate], encoding: QueryEncoding
     ) -> None:
-        if encoding is None or encoding.tokens is None:
-            encoding = encode_query(embedder, query, with_tokens=True)
-        tokens = query_tokens(snapshot, embedder, encoding)
+        if encoding.tokens is None:
+            encoding = encode_query(ctx.embedder, ctx.profile.text, with_tokens=True)
+        tokens = query_tokens(ctx, encoding)
         if tokens is None:
             return
+        weight = ctx.settings.maxsim_weight
         projected: dict[int, np.ndarray] = {}
         for c in candidates:
-            arrays = snapshot.segments[c.segment].tokens
+            arrays = c.segment.tokens
             if arrays is None:
                 continue
-            if c.segment not in projected:
-                projected[c.segment] = tokens.vectors @ arrays.projection
-            c.score += self.weight * maxsim(projected[c.segment], tokens.weights, arrays, c.index)
+            if c.position not in projected:
+                projected[c.position] = tokens.vectors @ arrays.projection
+            c.score += weight * maxsim(projected[c.position], tokens.weights, arrays, c.index)
 
 
 def maxsim(qp: np.ndarray, weights: np.ndarray, arrays: TokenArrays, index: int) -> float:
@@ -118,53 +107,23 @@ def maxsim(qp: np.ndarray, weights: np.ndarray, arrays: TokenArrays, index: int)
     return float(weights @ best / weights.sum())
 
 
-def query_tokens(snapshot: Snapshot, embedder, encoding: QueryEncoding) -> QueryTokens | None:
+def query_tokens(ctx: QueryContext, encoding: QueryEncoding) -> QueryTokens | None:
     ids, vectors = encoding.ids, encoding.tokens
+    if ids is None or vectors is None:
+        return None
     n = min(len(ids), len(vectors))
     if n == 0:
         return None
     ids, vectors = ids[:n], vectors[:n]
-    weights = token_idf(snapshot, embedder)[ids]
+    version = ctx.version
+    tokens = [(seg.tokens, seg.live) for seg in version.segments]
+    weights = version.derived.token_idf(tokens, ctx.embedder.skip_mask)[ids]
     if weights.sum() <= 0:
         return None
     return QueryTokens(vectors=vectors, weights=weights)
 
 
-_idf_lock = threading.Lock()
-
-
-def token_idf(snapshot: Snapshot, embedder) -> np.ndarray:
-    """Per WordPiece id: log(1 + N / df) over the live chunks' stored tokens (0 for skipped
-    tokens). Computed once per snapshot."""
-    cached = snapshot.cache.get("token_idf")
-    if cached is not None:
-        return cached
-    with _idf_lock:
-        if "token_idf" not in snapshot.cache:
-            snapshot.cache["token_idf"] = _compute_idf(snapshot, embedder.skip_mask)
-        return snapshot.cache["token_idf"]
-
-
-def _compute_idf(snapshot: Snapshot, skip: np.ndarray) -> np.ndarray:
-    vocab = len(skip)
-    df = np.zeros(vocab, dtype=np.int64)
-    chunks = 0
-    for seg in snapshot.segments:
-        arrays = seg.tokens
-        if arrays is None:
-            continue
-        owner = np.repeat(np.arange(len(arrays.offsets) - 1), np.diff(arrays.offsets))
-        ids = np.asarray(arrays.ids, dtype=np.int64)
-        live = seg.live[owner]
-        pairs = np.unique(owner[live] * vocab + ids[live])
-        df += np.bincount(pairs % vocab, minlength=vocab)[:vocab]
-        chunks += int(seg.live.sum())
-    idf = np.log1p(max(chunks, 1) / (1.0 + df))
-    idf[skip] = 0.0
-    return idf.astype(np.float32)
-
-
-_MAXSIM = MaxSimReranker()
+MAXSIM = MaxSimReranker()
 
 
 # --- cross-encoder --------------------------------------------------------------------------
@@ -176,10 +135,10 @@ class CrossEncoderReranker:
     name = "cross-encoder"
     needs_tokens = False
     max_length = 512
-    _cache: dict[str, CrossEncoderReranker] = {}
-    _cache_lock = threading.Lock()
+    _cache: ClassVar[dict[str, CrossEncoderReranker]] = {}
+    _cache_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, session, tokenizer, model_dir: Path) -> None:
+    def __init__(self, session: Any, tokenizer: Tokenizer, model_dir: Path) -> None:
         self.session = session
         self.tokenizer = tokenizer
         self.model_dir = model_dir
@@ -238,17 +197,9 @@ class CrossEncoderReranker:
         return logits[:, -1]  # one logit, or the "relevant" class of two
 
     def rerank(
-        self,
-        snapshot: Snapshot,
-        embedder,
-        query: str,
-        candidates: list[Candidate],
-        encoding: QueryEncoding | None = None,
+        self, ctx: QueryContext, candidates: list[Candidate], encoding: QueryEncoding
     ) -> None:
-        passages = []
-        for c in candidates:
-            chunk = c.chunk(snapshot)
-            passages.append(" › ".join(chunk.headings) + "\n" + chunk.text)
+        passages = [" › ".join(c.chunk.headings) + "\n" + c.chunk.text for c in candidates]
         # The model's logit is the head's score (a sigmoid would tie confident pairs).
-        for c, s in zip(candidates, self.scores(query, passages), strict=True):
+        for c, s in zip(candidates, self.scores(ctx.profile.text, passages), strict=True):
             c.score = float(s)

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 
 import msgspec
 
-from docdex.errors import InvalidArgument, shown
-from docdex.index_format.records import ServedPage
+from docdex.errors import InvalidArgument, NotFound, shown
+from docdex.index_format.records import ServedPage, SourceState
 from docdex.index_format.refs import base_of, entries_of, resolve_ref
 
-from .loaded import Snapshot
+from .loaded import LoadedVersion
 
 Entries = frozenset[str]  # the manifest entries searched (a source, or "source@ref"); empty: all
 
@@ -42,38 +42,38 @@ class Scope(msgspec.Struct, frozen=True):
         )
 
 
-def tagged_pages(snapshot: Snapshot, tags: Sequence[str]) -> frozenset[str] | None:
+def tagged_pages(version: LoadedVersion, tags: Sequence[str]) -> frozenset[str] | None:
     """The pages carrying any of `tags` (case-folded); None when no tag is asked for."""
     wanted = {tag.strip().casefold() for tag in tags if tag.strip()}
     if not wanted:
         return None
     return frozenset(
         page.doc_id
-        for page in snapshot.pages.values()
+        for page in version.pages.values()
         if wanted & {tag.casefold() for tag in page.tags}
     )
 
 
-def check_source(snapshot: Snapshot, source: str) -> None:
-    if source and source not in snapshot.manifest.sources:
+def check_source(version: LoadedVersion, source: str) -> None:
+    if source and source not in version.manifest.sources:
         raise InvalidArgument(
-            f"unknown source {shown(source)}; valid sources: {valid_sources(snapshot)}"
+            f"unknown source {shown(source)}; valid sources: {valid_sources(version.sources)}"
         )
 
 
-def valid_sources(snapshot: Snapshot) -> str:
-    return ", ".join(snapshot.sources) or "(none indexed yet)"
+def valid_sources(sources: Sequence[str]) -> str:
+    return ", ".join(sources) or "(none indexed yet)"
 
 
-def searched_entries(snapshot: Snapshot, source: str, ref: str) -> Entries:
+def searched_entries(version: LoadedVersion, source: str, ref: str) -> Entries:
     """The entries to search: the source's (or every source's) entry for `ref`, else the
     default entries; empty when that is every entry."""
-    states = snapshot.manifest.sources
+    states = version.manifest.sources
     if ref:
         bases = [source] if source else sorted({base_of(k, s) for k, s in states.items()})
         keys = {key for base in bases if (key := resolve_ref(states, base, ref))}
         if not keys:
-            raise InvalidArgument(_no_ref(snapshot, source, ref))
+            raise NotFound(_no_ref(version, source, ref))
         return frozenset(keys)
     if source:
         return frozenset([source])
@@ -81,28 +81,28 @@ def searched_entries(snapshot: Snapshot, source: str, ref: str) -> Entries:
     return frozenset() if len(defaults) == len(states) else frozenset(defaults)
 
 
-def entry_doc_id(snapshot: Snapshot, doc_id: str, ref: str) -> str:
+def entry_doc_id(version: LoadedVersion, doc_id: str, ref: str) -> str:
     """`doc_id` as the id of the same path at `ref` (SOURCE:PATH -> SOURCE@REF:PATH)."""
     if not ref:
         return doc_id
     source, _, path = doc_id.partition(":")
-    key = resolve_ref(snapshot.manifest.sources, base_of(source, _state(snapshot, source)), ref)
+    key = resolve_ref(version.manifest.sources, base_of(source, _state(version, source)), ref)
     if key is None:
-        raise InvalidArgument(_no_ref(snapshot, source.partition("@")[0], ref))
+        raise NotFound(_no_ref(version, source.partition("@")[0], ref))
     return f"{key}:{path}"
 
 
-def _state(snapshot: Snapshot, key: str):
-    state = snapshot.manifest.sources.get(key)
+def _state(version: LoadedVersion, key: str) -> SourceState:
+    state = version.manifest.sources.get(key)
     if state is None:
         raise InvalidArgument(
-            f"unknown source {shown(key)}; valid sources: {', '.join(snapshot.sources) or '(none)'}"
+            f"unknown source {shown(key)}; valid sources: {', '.join(version.sources) or '(none)'}"
         )
     return state
 
 
-def _no_ref(snapshot: Snapshot, source: str, ref: str) -> str:
-    states = snapshot.manifest.sources
+def _no_ref(version: LoadedVersion, source: str, ref: str) -> str:
+    states = version.manifest.sources
     if source:
         known = ", ".join(name or "(default)" for name in entries_of(states, source))
         return (

@@ -7,16 +7,18 @@ search page at / (routes.py lists the routes).
                                                                      └─ /mcp       MCPServer:
             search_docs, query_docs, get_document, list_sources, reindex ──────────┘
 
-    boot.py       logging, the model, the first version, timed; the versions' loader
-    documents.py  `Docs`: the logic of every tool and route (validation.py, pages.py,
-                  health.py, reindex.py hold its parts)
-    tools.py      the MCP tools over `Docs`      routes.py  the HTTP routes over `Docs`
-    webpage.py    the search page's files (web/), the security headers (CSP)
-    deferred_mcp.py  /mcp, built from the SDK in a thread once the server listens
-    auth.py       bind policy, Host and Origin check, bearer token
-    connections.py  header deadline, idle keep-alive, bound on open connections (uvicorn's
-                  h11 handler under a guard; settings in connection_limits.py)
-    PostOnly      /mcp answers POST only (405 for GET: no sessions, so no stream to open)
+    server/boot.py        the model, the first version, timed; the versions' loader
+    server/answers/       `Docs`: the logic of every tool and route
+    server/mcp/tools.py   the MCP tools over `Docs`    routes.py  the HTTP routes over `Docs`
+    page.py               the search page's files (static/), the security headers (CSP)
+    server/mcp/deferred.py  /mcp, built from the SDK in a thread once the server listens
+    auth.py               bind policy, Host and Origin check, bearer token
+    connections.py        header deadline, idle keep-alive, bound on open connections
+                          (uvicorn's h11 handler under a guard)
+    PostOnly              /mcp answers POST only (405 for GET: no sessions, no stream to open)
+
+`HttpSettings` is what the command line and the environment chose: address, token, extra
+Host names and connection limits.
 
 Every request leases one index version from the `VersionHolder` and answers from it alone.
 The server never writes the index: `reindex` files a request under state/queue/.
@@ -25,11 +27,11 @@ The server never writes the index: `reindex` files a request under state/queue/.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
+import msgspec
 import uvicorn
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -37,22 +39,35 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from docdex.index_format.environment import DEFAULT_HOST, DEFAULT_PORT, ConnectionLimits
 from docdex.index_format.layout import DataDir
 from docdex.server.answers.docs import Docs
-from docdex.server.boot import Boot, load_snapshot, open_docs, setup_logging
+from docdex.server.boot import Boot, open_docs
 from docdex.server.mcp.deferred import DeferredMCP
 
-from .auth import OPEN_PATHS, BearerAuth, HostCheck, allowed_hosts, check_bind, server_token
+from .auth import OPEN_PATHS, BearerAuth, HostCheck, allowed_hosts, check_bind
 from .auth import transport_security as make_transport_security
 from .connections import guarded_http
-from .limits import ConnectionLimits, limits_from_env, with_fd_room
+from .limits import with_fd_room
 from .page import SecurityHeaders, open_paths
 from .routes import MCP_PATH, http_routes
 
 if TYPE_CHECKING:
     from docdex.model.embedder import Embedder
 
-__all__ = ["Docs", "build_app", "load_snapshot", "serve"]
+__all__ = ["Docs", "HttpSettings", "build_app", "serve"]
+
+
+class HttpSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """Where and how `docdex serve` listens (its flags over DOCDEX_HOST, DOCDEX_PORT,
+    DOCDEX_TOKEN, DOCDEX_ALLOWED_HOSTS and the connection limits' variables)."""
+
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    token: str | None = None  # required of every request but the open paths' (auth.py)
+    allowed_hosts: tuple[str, ...] = ()  # Host names besides the bound address's
+    limits: ConnectionLimits = ConnectionLimits()
+    insecure: bool = False  # bind beyond loopback without a token
 
 
 def build_app(
@@ -120,29 +135,27 @@ def _build_mcp_app(docs: Docs, host: str, hosts: list[str]):
 
 def serve(
     data: DataDir,
-    host: str = "127.0.0.1",
-    port: int = 8085,
-    insecure: bool = False,
+    settings: HttpSettings,
     model: Future[Embedder] | None = None,
     on_listening: Callable[[], None] | None = None,
-    limits: ConnectionLimits | None = None,
 ) -> int:
     """Run the server until interrupted. Returns the process exit code. `model`: the model
-    already loading (model.start_loading), so that it overlaps the imports; `on_listening`:
-    called once the socket listens; `limits`: the connections' deadlines and bound (default:
-    from the environment, connections.py). Raises BindRefused for an address the bind policy
-    refuses (auth.check_bind), LimitsRefused for a bad DOCDEX_* connection setting."""
-    setup_logging()
-    token = server_token()
-    check_bind(host, token, insecure)
-    limits = with_fd_room(limits or limits_from_env())
+    already loading (query_model.start_loading), so that it overlaps the imports;
+    `on_listening`: called once the socket listens. Raises BindRefused for an address the
+    bind policy refuses (auth.check_bind)."""
+    host, port, token = settings.host, settings.port, settings.token
+    check_bind(host, token, settings.insecure)
+    limits = with_fd_room(settings.limits)
     boot = Boot()
     docs = open_docs(data, boot, model)
-    extra = [h for h in os.environ.get("DOCDEX_ALLOWED_HOSTS", "").split(",") if h.strip()]
     base = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     auth = "bearer token required" if token else "no token"
     app = build_app(
-        docs, host, token, extra, on_mcp_ready=lambda: boot.mark(f"ready: MCP at {base}{MCP_PATH}")
+        docs,
+        host,
+        token,
+        list(settings.allowed_hosts),
+        on_mcp_ready=lambda: boot.mark(f"ready: MCP at {base}{MCP_PATH}"),
     )
 
     def listening() -> None:

@@ -11,7 +11,8 @@
   `Authorization: Bearer <token>`; the comparison is constant-time, on the header's bytes.
   /health without the token says only whether the server is up (routes.py).
 - The token must be printable ASCII: HTTP clients disagree on how to send anything else
-  (curl sends UTF-8, browsers Latin-1, httpx refuses), so such a token is refused at start.
+  (curl sends UTF-8, browsers Latin-1, httpx refuses), so such a token is refused at start
+  (index-format/environment.py reads DOCDEX_TOKEN).
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
-import os
 import socket
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from docdex.errors import DocdexError
 
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
@@ -36,12 +38,8 @@ AUTHORIZED = "docdex.authorized"  # the scope key BearerAuth sets
 UNAUTHORIZED = "missing or wrong token: send the header 'Authorization: Bearer <DOCDEX_TOKEN>'"
 
 
-class BindRefused(Exception):
+class BindRefused(DocdexError):
     """The address may not be bound with the current settings."""
-
-
-class TokenRefused(BindRefused):
-    """DOCDEX_TOKEN holds characters a client cannot send reliably in a header."""
 
 
 # --- bind policy ---------------------------------------------------------------------------
@@ -54,21 +52,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False  # a name: we do not resolve it, so it counts as reachable from outside
-
-
-def server_token() -> str | None:
-    """DOCDEX_TOKEN, when it is set to something. Raises TokenRefused for a token with
-    characters other than printable ASCII."""
-    token = os.environ.get("DOCDEX_TOKEN", "").strip() or None
-    if token is not None and not (token.isascii() and token.isprintable()):
-        raise TokenRefused(
-            "DOCDEX_TOKEN must be printable ASCII (letters, digits, punctuation): clients send "
-            "other characters in the Authorization header inconsistently (curl as UTF-8, "
-            "browsers as Latin-1, Python's httpx not at all), so such a token could not be "
-            "used. Choose another, e.g. from `python -c 'import secrets; "
-            "print(secrets.token_urlsafe(32))'`"
-        )
-    return token
 
 
 def check_bind(host: str, token: str | None, insecure: bool) -> None:

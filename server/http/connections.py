@@ -4,7 +4,7 @@ uvicorn's HTTP/1.1 handler arms no timer before a request head is complete, so a
 connects and sends nothing, or a request line and headers a byte at a time, holds its socket
 for ever; the token is checked only once the head is complete, so anyone who can reach the
 port could hold every file descriptor. `GuardedH11` adds to uvicorn's h11 handler, with the
-settings of connection_limits.py:
+settings of `ConnectionLimits` (index-format/environment.py):
 
 - a header deadline: from accept, and on a keep-alive connection from the end of the
   previous response, to the end of the next request head; data arriving does not extend
@@ -33,7 +33,7 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
-from .limits import ConnectionLimits
+from docdex.index_format.environment import ConnectionLimits
 
 log = logging.getLogger("docdex.server")
 
@@ -101,7 +101,9 @@ class GuardedH11(H11Protocol):
         self.guard = guard
         self.head_deadline: asyncio.TimerHandle | None = None
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(  # type: ignore[override]  # uvicorn's own override narrows it too
+        self, transport: asyncio.Transport
+    ) -> None:
         super().connection_made(transport)
         self._await_head()
         self.guard.opened(self)

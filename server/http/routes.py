@@ -10,12 +10,13 @@
     /api/clients   the client configurations as JSON, for the page's "Connect an agent"
     /static/NAME   the page's script, stylesheet and icon
 
-/api answers 400 for bad arguments and 503 while no version can be served; with a token it
-needs the token (auth.py), as /mcp does.
+/api answers 400 for bad arguments, 404 for a page the served version does not hold and 503
+while no version can be served; with a token it needs the token (auth.py), as /mcp does.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -25,10 +26,10 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from docdex.errors import InvalidArgument
+from docdex.errors import DocdexError, InvalidArgument, NotFound
 from docdex.server.answers.budget import DEFAULT_MAX_CHARS
 from docdex.server.answers.docs import Docs
-from docdex.server.engine.search import MAX_RESULTS
+from docdex.server.engine import MAX_RESULTS
 from docdex.server.versions import NoVersion
 
 from .auth import is_authorized
@@ -36,6 +37,14 @@ from .clients import configs_json, configs_text
 from .page import shell, static_routes, wants_page
 
 MCP_PATH = "/mcp"
+# The status of a refused call, by its error's type; any other DocdexError is a 500.
+ERROR_STATUS: tuple[tuple[type[DocdexError], int], ...] = (
+    (InvalidArgument, 400),
+    (NotFound, 404),
+    (NoVersion, 503),
+)
+
+log = logging.getLogger("docdex.server")
 
 _encode = msgspec.json.Encoder().encode
 
@@ -104,13 +113,15 @@ async def _api_search(docs: Docs, request: Request) -> Response:
 
 
 async def _answer(call: Callable[..., Any], *args: Any) -> Response:
-    """`call(*args)` in a worker thread, as JSON: 400 for bad arguments, 503 for no version."""
+    """`call(*args)` in a worker thread, as JSON; a DocdexError as {"error": its message}, with
+    the status ERROR_STATUS gives its type."""
     try:
         result = await run_in_threadpool(call, *args)
-    except InvalidArgument as exc:
-        return _json(400, {"error": str(exc)})
-    except NoVersion as exc:
-        return _json(503, {"error": str(exc)})
+    except DocdexError as exc:
+        status = next((code for kind, code in ERROR_STATUS if isinstance(exc, kind)), 500)
+        if status == 500:
+            log.error("%s failed: %s", getattr(call, "__name__", "a route"), exc)
+        return _json(status, {"error": str(exc)})
     return _json(200, result)
 
 

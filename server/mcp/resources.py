@@ -20,10 +20,10 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, ListResourcesResult, Resource
 
-from docdex.errors import InvalidArgument
+from docdex.errors import DocdexError, InvalidArgument, NotFound
 from docdex.server.answers.docs import Docs
 from docdex.server.answers.paging import RESOURCE_PAGE
-from docdex.server.engine.hits import RESOURCE_TEMPLATE
+from docdex.server.engine import RESOURCE_TEMPLATE
 from docdex.server.versions import NoVersion
 
 log = logging.getLogger("docdex.server")
@@ -63,9 +63,9 @@ def add_resources(mcp: MCPServer, docs: Docs) -> None:
 def _read_page(docs: Docs, source: str, path: str) -> str:
     try:
         return docs.read_page(source, path)
-    except InvalidArgument as exc:
+    except (InvalidArgument, NotFound) as exc:  # no such page: an id that cannot be, or is not
         raise ResourceNotFoundError(str(exc)) from None
-    except NoVersion as exc:
+    except DocdexError as exc:
         raise ResourceError(str(exc)) from None
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from docdex.index_format.layout import DataDir
-from docdex.server.boot import Boot, open_docs, setup_logging
+from docdex.server.boot import Boot, open_docs
 
 if TYPE_CHECKING:
     from docdex.model.embedder import Embedder
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 def serve_stdio(data: DataDir, model: Future[Embedder] | None = None) -> int:
     """Answer MCP requests on stdin/stdout until the client closes them."""
-    setup_logging()
     boot = Boot()
     docs = open_docs(data, boot, model)
     from .tools import build_mcp  # the SDK's import is the slowest part of a start

@@ -1,8 +1,9 @@
 """The MCP tools: search_docs, query_docs, get_document, list_sources, reindex.
 
 Each tool is a thin function over `Docs` whose signature is its input schema; its answer
-goes out as structured content plus the same JSON as text. `InvalidArgument` and `NoVersion`
-become tool errors the agent can act on; anything else is a bug and surfaces as one.
+goes out as structured content plus the same JSON as text. A `DocdexError` (a bad argument,
+an id the served version does not hold, no version yet...) becomes a tool error the agent can
+act on; anything else is a bug and surfaces as one.
 """
 
 from __future__ import annotations
@@ -19,14 +20,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ResourceLink, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError, create_model
 
-from docdex.errors import InvalidArgument
+from docdex.errors import DocdexError
 from docdex.server.answers.budget import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS
 from docdex.server.answers.docs import Docs
 from docdex.server.answers.shapes import Document, PageList, ReindexReceipt, SourceList
 from docdex.server.answers.validation import MAX_LIMIT
-from docdex.server.engine.hits import Hit, SearchResult
-from docdex.server.engine.search import MAX_RESULTS
-from docdex.server.versions import NoVersion
+from docdex.server.engine import MAX_RESULTS, Hit, SearchResult
 
 from .resources import MARKDOWN, add_resources
 
@@ -40,7 +39,7 @@ def pydantic_model(struct: type[msgspec.Struct]) -> type[BaseModel]:
     """A pydantic model with the fields of a msgspec Struct (nested Structs too), for the
     SDK's output schemas: the schema follows the Struct the answer is encoded from, so the
     two cannot drift."""
-    fields = {}
+    fields: dict[str, Any] = {}
     for f in msgspec.structs.fields(struct):
         if f.required:
             default = ...
@@ -57,7 +56,7 @@ def _pydantic_type(kind: Any) -> Any:
         return pydantic_model(kind)
     args = get_args(kind)
     if get_origin(kind) is list:
-        return list[_pydantic_type(args[0])]
+        return list[_pydantic_type(args[0])]  # type: ignore[misc]  # built at run time
     if isinstance(kind, UnionType):
         return Union[tuple(_pydantic_type(arg) for arg in args)]  # noqa: UP007 (built at run time)
     return kind
@@ -244,7 +243,7 @@ def _answer(
     """Run a tool body; turn our anticipated errors into tool errors the agent can act on."""
     try:
         answer = call()
-    except (InvalidArgument, NoVersion) as exc:
+    except DocdexError as exc:
         log.info("%s refused: %s", name, exc)
         raise ToolError(str(exc)) from None
     builtins = msgspec.to_builtins(answer)

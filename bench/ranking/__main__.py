@@ -1,0 +1,38 @@
+"""`python -m bench.ranking COMMAND [ARGS...]` (`just ranking ...`): the ranking evaluation's
+scripts by name, each with its own arguments (`COMMAND --help`); bench/ranking/README.md."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {  # command -> what it does; its module is the command, "-" written "_"
+    "check": "validate the query sets: format, split rule, the corpora",
+    "report": "score every set per split with `docdex eval`, as a markdown table",
+    "sweep": "sweep the adaptive fusion's dense trust over the answerable sets",
+    "reach": "count the judged sections today's chunker can reach",
+    "copies": "judge the other PowerShell-Docs versions' copies of a section as answers",
+    "long-pages": "list the long pages of a corpus",
+}
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    lines = [f"  {name:<{width}}  {what}" for name, what in COMMANDS.items()]
+    return "usage: python -m bench.ranking COMMAND [ARGS...]\n\n" + "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage(), file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    command, *args = argv
+    if command not in COMMANDS:
+        print(f"unknown command {command!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(f"bench.ranking.{command.replace('-', '_')}")
+    return module.main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,134 @@
+"""`docdex index`, `docdex gc` and `docdex watch`: writing the index."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from docdex.index_format.config import ConfigError, load_config
+
+from .commands import EXIT_ERROR, EXIT_OK, Commands, Context, add_command, json_flag, print_answer
+
+if TYPE_CHECKING:
+    from docdex.indexer.build.gc import GcReport
+    from docdex.indexer.build.run import RunReport
+
+
+def add_commands(commands: Commands) -> None:
+    index = add_command(commands, "index", cmd_index, "index sources now (incrementally)")
+    index.add_argument("names", nargs="*", metavar="NAME", help="sources (default: all)")
+    index.add_argument(
+        "--full",
+        action="store_true",
+        help="re-read every file (vectors of unchanged text are still reused)",
+    )
+    json_flag(index)
+    json_flag(add_command(commands, "gc", cmd_gc, "delete old versions and unreferenced files"))
+    _add_watch(commands)
+
+
+def _add_watch(commands: Commands) -> None:
+    watch = add_command(
+        commands,
+        "watch",
+        cmd_watch,
+        "index checkouts' working trees (uncommitted edits included) as files are saved",
+        daemon=True,
+    )
+    watch.add_argument("names", nargs="*", metavar="NAME", help="checkout sources (default: all)")
+    watch.add_argument(
+        "--quiet-ms",
+        type=int,
+        default=200,
+        help="index once the tree has been quiet this long (default: 200)",
+    )
+    watch.add_argument(
+        "--max-latency-ms",
+        type=int,
+        default=1000,
+        help="index at the latest this long after the first change of a burst (default: 1000)",
+    )
+
+
+def cmd_index(ctx: Context, args: argparse.Namespace) -> int:
+    from docdex.indexer.build.run import index_sources
+
+    config = load_config(ctx.data)
+    if not config.sources and not args.names:
+        raise ConfigError(config.describe_sources())
+    report = index_sources(
+        ctx.data,
+        config,
+        args.names or None,
+        full=args.full,
+        on_wait=lambda pid: print(
+            f"waiting for the running indexer (pid {pid})...", file=sys.stderr
+        ),
+    )
+    print_answer(report, args.json, _print_run)
+    return EXIT_ERROR if any(s.status == "failed" for s in report.sources) else EXIT_OK
+
+
+def _print_run(report: RunReport) -> None:
+    for s in report.sources:
+        line = f"{s.name}: {s.status}"
+        if s.status in ("indexed", "branch-deleted", "removed"):
+            line += (
+                f" — files +{s.added} ~{s.modified} -{s.deleted} >{s.renamed}; "
+                f"chunks embedded {s.chunks_embedded}, reused {s.chunks_reused}"
+            )
+        if s.commit:
+            line += f" @ {s.commit[:12]}"
+        print(line)
+        if s.error:
+            print(f"  error: {s.error}")
+        for problem in s.problems:
+            print(f"  skipped {problem.path}: {problem.problem}")
+        for ignored in s.ignored_refs:
+            print(f"  not indexed: {ignored}")
+    if report.published:
+        print(
+            f"published version {report.version} ({report.chunks} chunks, "
+            f"{report.segments} segments{', compacted' if report.compacted else ''}) "
+            f"in {report.took_s:.1f}s"
+        )
+    else:
+        print(f"nothing changed; version {report.version} stays current")
+
+
+def cmd_gc(ctx: Context, args: argparse.Namespace) -> int:
+    from docdex.indexer.build.gc import collect_garbage
+    from docdex.indexer.build.lock import writer_lock
+
+    ctx.data.check()
+    with writer_lock(ctx.data):
+        report = collect_garbage(ctx.data, load_config(ctx.data).settings.keep_versions)
+    print_answer(report, args.json, _print_gc)
+    return EXIT_OK
+
+
+def _print_gc(report: GcReport) -> None:
+    print(
+        f"kept versions {report.kept_versions}; deleted {report.deleted_files} entries, "
+        f"{report.freed_bytes / 1e6:.1f} MB"
+    )
+
+
+def cmd_watch(ctx: Context, args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from docdex.indexer.triggers.watch import watch
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    ctx.data.ensure()
+    watch(
+        ctx.data,
+        args.names or None,
+        stop,
+        quiet_ms=args.quiet_ms,
+        max_latency_ms=args.max_latency_ms,
+    )
+    return EXIT_OK

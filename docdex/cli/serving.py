@@ -1,0 +1,86 @@
+"""`docdex serve` (MCP over HTTP, the page, the worker beside it) and `docdex mcp` (MCP over
+stdin/stdout)."""
+
+from __future__ import annotations
+
+import argparse
+from concurrent.futures import Future
+from typing import TYPE_CHECKING
+
+from .commands import Commands, Context, add_command
+
+if TYPE_CHECKING:
+    from docdex.model.embedder import Embedder
+
+
+def add_commands(commands: Commands) -> None:
+    serve = add_command(commands, "serve", cmd_serve, "run the MCP server", daemon=True)
+    serve.add_argument("--host", help="address to bind (default: $DOCDEX_HOST, else 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default: $DOCDEX_PORT, else 8085)")
+    serve.add_argument(
+        "--insecure", action="store_true", help="allow a non-loopback address without DOCDEX_TOKEN"
+    )
+    serve.add_argument(
+        "--no-worker", action="store_true", help="do not run the indexing worker beside it"
+    )
+    mcp = add_command(
+        commands,
+        "mcp",
+        cmd_mcp,
+        "the MCP server over stdin/stdout, for clients that launch it (reads the index only)",
+        daemon=True,
+    )
+    mcp.add_argument(
+        "--watch",
+        action="store_true",
+        help="also index the checkout sources' working trees as they change, as `docdex "
+        "watch` does, unless another process already watches them",
+    )
+
+
+def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
+    from docdex.server.http.auth import check_bind
+
+    environment = ctx.environment
+    host = args.host or environment.host
+    check_bind(host, environment.token, args.insecure)  # refused before any work
+    model = _start_model(ctx)
+    from docdex.indexer.triggers.background import Background
+    from docdex.server.http.app import HttpSettings, serve
+
+    settings = HttpSettings(
+        host=host,
+        port=environment.port if args.port is None else args.port,
+        token=environment.token,
+        allowed_hosts=environment.allowed_hosts,
+        limits=environment.connections,
+        insecure=args.insecure,
+    )
+    background = Background(ctx.data, ctx.logs, worker=not args.no_worker)  # once listening
+    try:
+        return serve(ctx.data, settings, model, background.start)
+    finally:
+        background.stop()
+
+
+def cmd_mcp(ctx: Context, args: argparse.Namespace) -> int:
+    model = _start_model(ctx)
+    from docdex.server.mcp.stdio import serve_stdio
+
+    if not args.watch:
+        return serve_stdio(ctx.data, model)
+    from docdex.indexer.triggers.watch import watching_in_background
+
+    ctx.data.ensure()
+    with watching_in_background(ctx.data):
+        return serve_stdio(ctx.data, model)
+
+
+def _start_model(ctx: Context) -> Future[Embedder]:
+    """The query model, loading in a thread while the caller imports the server (adr/0008);
+    glibc's malloc arenas are capped first, before any thread starts."""
+    from docdex.server.memory import limit_malloc_arenas
+    from docdex.server.query_model import start_loading
+
+    limit_malloc_arenas(preset=ctx.environment.malloc_arena_max)
+    return start_loading(ctx.data)

@@ -1,0 +1,77 @@
+"""What a run reports: per source what changed, and for the run what it published, in how
+long, at what peak memory; one log event per source."""
+
+from __future__ import annotations
+
+import logging
+
+import msgspec
+
+from docdex.index_format.records import (
+    FileProblem,
+)
+from docdex.runtime.logs import log_event
+
+from .gc import GcReport
+
+log = logging.getLogger("docdex.pipeline")
+
+
+class SourceReport(msgspec.Struct):
+    name: str
+    status: str = "unchanged"  # unchanged | indexed | failed | branch-deleted | removed
+    commit: str = ""
+    previous_commit: str = ""
+    added: int = 0
+    modified: int = 0
+    deleted: int = 0
+    renamed: int = 0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    problems: list[FileProblem] = []
+    error: str = ""
+    ignored_refs: list[str] = []  # refs the patterns select that are not indexed, and why
+
+
+class RunReport(msgspec.Struct):
+    version: int | None
+    previous_version: int | None
+    published: bool
+    sources: list[SourceReport]
+    chunks: int
+    windows_embedded: int
+    segments: int
+    compacted: bool
+    took_s: float
+    embed_s: float  # embedding and writing the new segments
+    peak_rss_mb: float
+    gc: GcReport | None = None
+    segments_written: int = 0  # new segments of this run, before compaction
+
+
+def log_run(report: RunReport) -> None:
+    """One "indexed" event per source; sources with nothing new log at debug level."""
+    for source in report.sources:
+        level = _LOG_LEVELS.get(source.status, logging.INFO)
+        log_event(
+            log,
+            "indexed",
+            level,
+            source=source.name,
+            status=source.status,
+            version=report.version,
+            published=report.published,
+            commit=source.commit,
+            added=source.added,
+            modified=source.modified,
+            deleted=source.deleted,
+            renamed=source.renamed,
+            chunks_embedded=source.chunks_embedded,
+            chunks_reused=source.chunks_reused,
+            problems=len(source.problems),
+            took_s=report.took_s,
+            **({"error": source.error} if source.error else {}),
+        )
+
+
+_LOG_LEVELS = {"unchanged": logging.DEBUG, "failed": logging.WARNING}

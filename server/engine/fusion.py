@@ -1,0 +1,105 @@
+"""Fusion: the BM25 and dense scores of every candidate become one score
+(docs/retrieval.md, "Fusion"; adr/0026).
+
+- adaptive (the default): reciprocal ranks over the union, the dense list weighing more
+  when its best cosine is high;
+- weighted: BM25 over the best BM25, plus the cosine, leaning lexical for lexical queries;
+- rrf: reciprocal rank fusion with equal weights, the baseline every change is measured
+  against; bm25, dense: one retriever alone.
+
+The adaptive and weighted fusions add the query/section-heading overlap (prose and short
+queries) and a bonus when the chunk's raw text holds the query's literals.
+"""
+
+from __future__ import annotations
+
+from .candidates import Candidate
+from .query import QueryContext
+from .settings import DenseTrust, Fusion, FusionWeights
+
+
+def fuse(ctx: QueryContext, candidates: list[Candidate]) -> None:
+    """Set every candidate's `score` as `ctx.settings.fusion` says (the caller sorts)."""
+    settings, profile = ctx.settings, ctx.profile
+    fusion = Fusion(settings.fusion)  # a plain string of a Fusion value works too
+    if fusion is Fusion.RRF:
+        rrf(candidates, settings.rrf_k)
+        return
+    if fusion is Fusion.BM25 or fusion is Fusion.DENSE:
+        for c in candidates:
+            c.score = c.bm25 if fusion is Fusion.BM25 else c.dense
+        return
+    if fusion is Fusion.ADAPTIVE:
+        adaptive(candidates, settings.adaptive_k, settings.dense_trust)
+        heading_weight = settings.adaptive_heading_weight
+    else:
+        lexical = profile.lexical
+        weighted(candidates, settings.lexical_weights if lexical else settings.prose_weights)
+        heading_weight = settings.heading_weight
+    if profile.terms and not profile.identifier:
+        for c in candidates:
+            c.score += heading_weight * heading_overlap(ctx, c)
+    if profile.literals:
+        for c in candidates:
+            if contains_literals(c, profile.literals):
+                c.score += settings.literal_bonus
+
+
+def rrf(candidates: list[Candidate], k: int) -> None:
+    """Reciprocal rank fusion, equal weights; the baseline every change is measured against."""
+    for c in candidates:
+        c.score = (1.0 / (k + c.bm25_rank) if c.bm25_rank else 0.0) + (
+            1.0 / (k + c.dense_rank) if c.dense_rank else 0.0
+        )
+
+
+def adaptive(candidates: list[Candidate], k: int, trust: DenseTrust) -> None:
+    """Reciprocal ranks over the union (the BM25 list's ranks, dense ranks by every
+    candidate's exact cosine), the dense side weighted by how close its best match is;
+    scaled so that first in both lists scores 1.0."""
+    if not candidates:
+        return
+    dense_weight = trust.weight(max(c.dense for c in candidates))
+    scale = (k + 1) / (1.0 + dense_weight)
+    for rank, c in enumerate(sorted(candidates, key=lambda c: -c.dense), 1):
+        lexical = 1.0 / (k + c.bm25_rank) if c.bm25_rank else 0.0
+        c.score = scale * (lexical + dense_weight / (k + rank))
+
+
+def weighted(candidates: list[Candidate], weights: FusionWeights) -> None:
+    """Score-normalised fusion: BM25 divided by the best BM25, plus raw cosine."""
+    top = max((c.bm25 for c in candidates), default=0.0)
+    for c in candidates:
+        lexical = c.bm25 / top if top > 0 else 0.0
+        c.score = weights.lexical * lexical + weights.dense * c.dense
+
+
+def contains_literals(c: Candidate, literals: list[str]) -> bool:
+    """Whether the chunk's raw markdown contains every identifier of the query as typed
+    (case-insensitive): the identifier field splits `self.typeck_results()` into parts, the
+    raw text does not."""
+    text = c.chunk.text.lower()
+    return all(lit in text for lit in literals)
+
+
+def heading_overlap(ctx: QueryContext, c: Candidate) -> float:
+    """How well the chunk's own (deepest) heading and the query name each other: the share
+    of query terms in the heading times the share of heading terms in the query (1.0 when
+    the query is the section's title)."""
+    heading = set(section_terms(ctx, c))
+    if not heading:
+        return 0.0
+    query = set(ctx.profile.terms)
+    shared = len(query & heading)
+    return shared * shared / (len(query) * len(heading))
+
+
+def section_terms(ctx: QueryContext, c: Candidate) -> list[str]:
+    """The terms of the chunk's deepest heading, kept for the version's later queries."""
+    derived = ctx.version.derived
+
+    def analysed() -> list[str]:
+        headings = c.chunk.headings
+        return derived.heading_terms_of(headings[-1]) if headings else []
+
+    return derived.section_terms.get(c.key, analysed)

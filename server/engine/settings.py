@@ -1,0 +1,113 @@
+"""The engine's tunables, one frozen value: what docs/retrieval.md measured and chose.
+
+Every figure of docs/retrieval.md was measured with `EngineSettings()`; a test, a bench or
+`docdex eval --fusion rrf` asks for other values by passing other settings, never by
+changing a module's globals.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import msgspec
+
+
+class Fusion(enum.StrEnum):
+    """How the BM25 and dense lists become one ranking (docs/retrieval.md, "Fusion")."""
+
+    ADAPTIVE = "adaptive"  # the default (adr/0026)
+    WEIGHTED = "weighted"  # score-normalised, the default before adr/0026
+    RRF = "rrf"  # reciprocal rank fusion: the baseline every change is measured against
+    BM25 = "bm25"  # one retriever alone
+    DENSE = "dense"
+
+
+class DenseTrust(msgspec.Struct, frozen=True):
+    """How much the adaptive fusion weighs the dense list: 1, plus `slope` times how far
+    its best cosine stands above `start`."""
+
+    start: float
+    slope: float
+
+    def weight(self, best_cosine: float) -> float:
+        return 1.0 + self.slope * max(0.0, best_cosine - self.start)
+
+
+class FusionWeights(msgspec.Struct, frozen=True):
+    """Weighted score fusion: lexical * bm25/max(bm25) + dense * cosine."""
+
+    lexical: float
+    dense: float
+
+
+class FieldBoosts(msgspec.Struct, frozen=True):
+    """BM25 boosts per field (adr/0004): the page title, the breadcrumb below it, the clean
+    text, the identifier field (the largest single gain on identifiers), the character pairs
+    of Chinese, Japanese and Korean runs, and identifier terms that contain a literal of the
+    query (adr/0022)."""
+
+    title: float = 1.5
+    headings: float = 2.0
+    body: float = 1.0
+    ident: float = 4.0
+    cjk: float = 1.0
+    containing: float = 4.0
+
+    def text_fields(self) -> dict[str, float]:
+        return {"title": self.title, "headings": self.headings, "body": self.body}
+
+
+class ConfidenceSettings(msgspec.Struct, frozen=True):
+    """When `low_confidence` is said (docs/retrieval.md, "Saying no answer"; adr/0027)."""
+
+    # a share of the query (IDF-weighted) at least this large in terms the index never holds
+    absent_share: float = 0.2
+    absence_min_chunks: int = 100  # in a smaller index, a word's absence says little
+    weak_dense: float = 0.35  # best cosine below this, and ...
+    weak_lexical: float = 0.5  # ... the first hit's lexical coverage below this
+    # an absent everyday word counts only when dropping it brings the question this much
+    # closer to the corpus (best cosine): then it was the question's subject
+    subject_gain: float = 0.06
+
+
+class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """Every tunable of a search. The defaults are the measured choice."""
+
+    fusion: Fusion = Fusion.ADAPTIVE
+    # default (MaxSim when the index has token vectors, else none) | none | maxsim |
+    # cross-encoder:/path/to/onnx-dir
+    reranker: str = "default"
+    retrieve_k: int = 100  # chunks from each retriever (dense asks for 2x as many windows)
+    rrf_k: int = 60
+    # The adaptive fusion: reciprocal ranks with a small rank constant, the dense list
+    # weighing more when its best cosine is high (a model on its own ground: msmarco's best
+    # cosines are .78 on average, the technical corpora's .54-.63); dense weight 3 at .80.
+    adaptive_k: int = 10
+    dense_trust: DenseTrust = DenseTrust(start=0.70, slope=20.0)
+    adaptive_heading_weight: float = 0.5
+    # The weighted fusion's weights for prose and for lexical (identifier-like or short)
+    # queries, and its weight of the query/section-heading overlap.
+    prose_weights: FusionWeights = FusionWeights(lexical=0.5, dense=1.0)
+    lexical_weights: FusionWeights = FusionWeights(lexical=1.0, dense=0.5)
+    heading_weight: float = 0.3
+    literal_bonus: float = 1.0  # the chunk's raw text contains the query's literals
+    boosts: FieldBoosts = FieldBoosts()
+    max_containing: int = 200  # identifier terms containing a literal, per literal
+    rerank_depth: int = 30
+    maxsim_weight: float = 2.0  # docs/retrieval.md, "MaxSim weight" (adr/0004)
+    # at or below this many windows a segment is searched exactly (numpy), above with HNSW
+    exact_dense_max_rows: int = 4096
+    # HNSW breadth, set once when a graph loads: searches ask for k = 200 windows, and
+    # ef = k + 100 was chosen against exact search (docs/retrieval.md, "HNSW breadth")
+    hnsw_ef: int = 300
+    # a graph shared with an older version answers for rows that died since, so a search
+    # asks it for as many more; past this many, the newer version loads its own (adr/0028)
+    max_stale_rows: int = 100
+    section_terms_kept: int = 65_536  # chunks (and heading texts) whose terms are kept
+    # threads beside the caller for a query's BM25 and graph searches (adr/0029);
+    # None: one fewer than the machine's cores
+    helpers: int | None = None
+    confidence: ConfidenceSettings = ConfidenceSettings()
+
+
+DEFAULT_SETTINGS = EngineSettings()
