@@ -19,7 +19,7 @@ setup:
     command -v chromium > /dev/null || { test "$(id -u)" = 0 && command -v apt-get > /dev/null \
         && DEBIAN_FRONTEND=noninteractive apt-get update -qq \
         && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null; } \
-        || echo "chromium is missing (apt-get install chromium): tests/test_web.py will skip"
+        || echo "chromium is missing (apt-get install chromium): tests/http/test_web.py will skip"
 
 # Run the test suite.
 test *ARGS: setup

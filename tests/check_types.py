@@ -13,7 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from lint_imports import ROOT, build_tree
+from lint_imports import build_tree
+from paths import ROOT
 
 
 def main() -> int:

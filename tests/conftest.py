@@ -6,7 +6,7 @@ import pytest
 
 from docdex.model.embedder import Embedder
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+from paths import SHARED
 
 
 @pytest.fixture(scope="session")

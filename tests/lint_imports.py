@@ -3,7 +3,7 @@ that no module imports another module's private (underscore) names, and that the
 with a public face (ENCAPSULATED) are used through it: outside such a package, its modules
 are never imported, only the names the package itself exports.
 
-`python tests/lint_imports.py` (run by `just lint` and `.ci/run`); tests/test_layers.py runs
+`python tests/lint_imports.py` (run by `just lint` and `.ci/run`); tests/app/test_layers.py runs
 it too, and shows that a forbidden import breaks it. The package's directories sit side by
 side at the top of the repository and pyproject.toml maps them into one `docdex` package;
 import-linter walks a package's directory, so they are linked into one `docdex` tree first.
@@ -20,7 +20,8 @@ import tempfile
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from paths import ROOT
+
 PACKAGE = "docdex"
 ENCAPSULATED = ("docdex.server.engine",)
 

@@ -1,0 +1,190 @@
+"""Edge cases at the HTTP layer, against one real `docdex serve` with a token on 127.0.0.1,
+in raw HTTP (http.client: the headers exactly as written, bytes where needed):
+
+- GET /mcp answers 405 (Allow: POST), not an endless empty event stream; POST still works;
+- Host and Origin are parsed and compared exactly, by docdex and the MCP transport alike;
+- a DOCDEX_TOKEN that is not printable ASCII is refused at start, with a clear message;
+- /health without the token says only whether the server is up.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from docdex.serverproc import ServeProcess, free_port
+
+from fixtures import served_workspace
+
+TOKEN = "edge-http-token-0123456789abcdef"
+AUTH = f"Bearer {TOKEN}".encode()
+LIST_TOOLS = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, embedder):
+    with served_workspace(tmp_path_factory.mktemp("edge_http"), embedder, TOKEN) as server:
+        yield server
+
+
+def raw(
+    server: ServeProcess,
+    method: str,
+    path: str,
+    headers: dict[str, str | bytes] | None = None,
+    body: bytes | None = None,
+    timeout: float = 10,
+) -> tuple[int, dict[str, str], bytes]:
+    """(status, headers in lower case, body) of one request sent as written: Host is ours
+    unless `headers` names one."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout)
+    try:
+        headers = dict(headers or {})
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        conn.putheader("Host", headers.pop("Host", f"127.0.0.1:{server.port}"))
+        for name, value in headers.items():
+            conn.putheader(name, value)
+        if body is not None:
+            conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body)
+        reply = conn.getresponse()
+        return reply.status, {k.lower(): v for k, v in reply.getheaders()}, reply.read()
+    finally:
+        conn.close()
+
+
+def mcp_post(server: ServeProcess, **headers: str) -> int:
+    """The status of an authorized tools/list on /mcp with these extra headers."""
+    sent = {**MCP_HEADERS, "Authorization": AUTH, **headers}
+    return raw(server, "POST", "/mcp", sent, LIST_TOOLS)[0]
+
+
+# --- 3. GET /mcp -------------------------------------------------------------------------------
+
+
+def test_get_mcp_is_405_not_an_endless_stream(server):
+    for method in ("GET", "DELETE"):
+        status, headers, body = raw(
+            server, method, "/mcp", {"Authorization": AUTH, "Accept": "text/event-stream"}
+        )
+        assert status == 405, (method, status, headers)
+        assert headers["allow"] == "POST" and "POST" in json.loads(body)["error"]
+    assert raw(server, "GET", "/mcp")[0] == 401  # the token is still checked first
+    assert mcp_post(server) == 200
+
+    result = server.call_tool("search_docs", {"query": "E1234"})  # a real MCP client
+    assert not result.is_error and result.structured_content["results"]
+
+
+# --- 4. Host and Origin ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "localhost:evil.example.com",
+        "127.0.0.1:80.evil.example",
+        "localhost:@evil.example",
+        "localhost.evil.example",
+        "evil.example",
+        "localhost:",
+        "localhost:8085:1",
+        "[::1]evil",
+        "",
+    ],
+)
+def test_foreign_host_is_refused_on_every_path(server, host):
+    for path in ("/health", "/api/search?q=install"):
+        assert raw(server, "GET", path, {"Host": host, "Authorization": AUTH})[0] == 421, path
+    assert mcp_post(server, Host=host) == 421
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "http://127.0.0.1:41655.evil.com",
+        "http://localhost:@evil.com",
+        "http://localhost:8085@evil.com",
+        "http://localhost.evil.com",
+        "http://evil.com",
+        "http://localhost:8085/path",
+        "ftp://localhost:8085",
+        "null",
+    ],
+)
+def test_foreign_origin_is_refused(server, origin):
+    assert mcp_post(server, Origin=origin) == 403
+    status, _, _ = raw(server, "GET", "/health", {"Origin": origin, "Authorization": AUTH})
+    assert status == 403
+
+
+def test_our_names_are_accepted_by_docdex_and_the_mcp_transport_alike(server):
+    port = server.port
+    for host in (
+        f"127.0.0.1:{port}",
+        f"localhost:{port}",
+        f"LOCALHOST:{port}",  # host names are case-insensitive: the SDK's check said 421
+        "LocalHost",
+        "127.0.0.1",
+    ):
+        assert mcp_post(server, Host=host) == 200, host
+        assert raw(server, "GET", "/health", {"Host": host})[0] == 200, host
+    for origin in (
+        f"http://127.0.0.1:{port}",
+        f"http://localhost:{port}",
+        f"HTTP://LOCALHOST:{port}",
+        "https://localhost",
+    ):
+        assert mcp_post(server, Origin=origin) == 200, origin
+
+
+# --- 5. a token that is not ASCII --------------------------------------------------------------
+
+
+def test_non_ascii_token_is_refused_at_start(tmp_path):
+    env = {**os.environ, "DOCDEX_TOKEN": "sécret-token"}
+    command = [sys.executable, "-m", "docdex.cli", "--data", str(tmp_path), "serve"]
+    command += ["--port", str(free_port()), "--no-worker"]
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        _, err = process.communicate(timeout=30)  # before the fix it started and served on
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        pytest.fail("a server with a non-ASCII DOCDEX_TOKEN started")
+    assert process.returncode == 1
+    assert "DOCDEX_TOKEN must be printable ASCII" in err, err
+    assert "model loaded" not in err  # refused before any work
+
+
+def test_token_bytes_are_compared_as_sent(server):
+    path = "/api/search?q=install"
+    assert raw(server, "GET", path, {"Authorization": AUTH})[0] == 200
+    for wrong in (f"Bearer {TOKEN}é".encode(), f"Bearer {TOKEN}é".encode("latin-1")):
+        assert raw(server, "GET", path, {"Authorization": wrong})[0] == 401
+
+
+# --- 7. /health without the token --------------------------------------------------------------
+
+
+def test_health_without_the_token_says_only_up(server):
+    for headers in ({}, {"Authorization": b"Bearer wrong"}, {"Authorization": TOKEN.encode()}):
+        status, _, body = raw(server, "GET", "/health", headers)
+        assert (status, json.loads(body)) == (200, {"status": "ok"}), headers
+    status, _, body = raw(server, "GET", "/health", {"Authorization": AUTH})
+    details = json.loads(body)
+    assert status == 200 and details["status"] == "ok"
+    assert len(details["sources"]["docs"]["commit"]) == 40
+    assert details["models"]["embedder"] and details["index_version"]
+
+
+def test_page_and_static_files_stay_open(server):
+    assert raw(server, "GET", "/")[0] == 200
+    assert raw(server, "GET", "/static/app.js")[0] == 200
+    assert raw(server, "GET", "/api/sources")[0] == 401
