@@ -118,6 +118,7 @@ def by_row(columns: tuple[str, ...]) -> Layout:
 
 ROWS = {  # bench (or prefix) -> the figures that get a column each in its row per group
     FAULTS: ("times", "lost"),  # bench/faults/rows.py: as_figures
+    "gauntlet": ("crashes", "problems", "pages", "served exactly", "residue"),
     "embed-graphs": ("tokens/s", "x today's graph (median of rounds)", "share of float32 FMA peak"),
 }
 

@@ -62,6 +62,9 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     nice: int = 10  # niceness of background indexing (worker)
     # the worker kills an indexing cycle that runs longer
     cycle_timeout_s: Annotated[int, msgspec.Meta(ge=1)] = 3600
+    # one source's share of a worker's cycle: past it the source fails on its own, keeping its
+    # last indexed pages, and the others publish (0 = half of cycle_timeout_s)
+    source_timeout_s: Annotated[int, msgspec.Meta(ge=0)] = 0
     reranker: str = "default"  # default | none | maxsim | cross-encoder:/path/to/onnx-dir
     late_interaction: bool = False  # write token vectors for MaxSim (ADR 0006; ~70 B/token)
     # /health says "stale" once a ref's tip has been ahead of its index this long (the hook,

@@ -1,8 +1,9 @@
 """A page's text rebuilt from its chunks: the index keeps no other copy of a page.
 
 The chunker (indexer/chunking/markdown.py) and the server (server/answers/pages.py) share
-this rule, so it lives in the format: line N of the result is line N of the file wherever a
-chunk covers it.
+this rule, so it lives in the format: line N of the result is line N of the file. A page's
+chunks hold every line of it that is not empty, its front matter's aside (FORMAT.md, "Page
+text"), so the result is the page's text.
 """
 
 from __future__ import annotations
@@ -24,14 +25,22 @@ class LineSpan(Protocol):
     def end_line(self) -> int: ...
 
 
-def reassemble(chunks: Sequence[LineSpan]) -> str:
-    """The page's markdown rebuilt from its chunks, line-aligned with the file: line N of the
-    result is line N of the file wherever a chunk covers it; other lines (front matter, blank
-    separators, dropped near-empty fragments) are empty.
+def served_text(decoded: str) -> str:
+    """What `reassemble` gives back for a file whose decoded text is `decoded`: line breaks
+    read as LF, a leading BOM dropped, no empty lines at the end (FORMAT.md, "Page text")."""
+    text = decoded.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    return text.rstrip("\n")
+
+
+def reassemble(chunks: Sequence[LineSpan], front_matter: str = "") -> str:
+    """The page's markdown rebuilt from its chunks and its front matter (the page record's
+    `front_matter`, which no chunk holds), line-aligned with the file: line N of the result
+    is line N of the file; the lines no chunk covers are empty, and the result ends with
+    the last chunk.
 
     A line too long for one chunk is cut into parts: consecutive chunks that start on the
     line the chunk before them ends on. Joined in page order, they give the line back."""
-    lines: list[str] = []
+    lines: list[str] = front_matter.split("\n") if front_matter else []
     for start_line, text in _parts_joined(sorted(chunks, key=lambda c: c.start_line)):
         first = start_line - 1
         if first > len(lines):

@@ -38,6 +38,7 @@ class ParsedPage(msgspec.Struct, frozen=True):
     dates: dict[str, str] = {}  # front matter date fields (date, created, updated, ...) as text
     chunks: list[Chunk] = []
     draft: bool = False  # front matter `draft: true`: not indexed unless the source keeps drafts
+    front_matter: str = ""  # the front matter block's lines as written (no chunk holds them)
 
 
 # --- settings that change what is stored -------------------------------------------------
@@ -47,13 +48,13 @@ class ParsedPage(msgspec.Struct, frozen=True):
 MAX_CHUNK_BUDGETS = 4
 # The chunking rules of this code. Raise it when a change to the chunker must re-chunk
 # indexes built before it: a run re-reads every file when its manifest records other rules.
-CHUNKER_RULES = 3  # 3: MDX, front matter tags/description, includes (adr/0018)
+CHUNKER_RULES = 4  # 3: MDX, front matter, includes (adr/0018); 4: every line kept
 
 
 class ChunkerSettings(msgspec.Struct, frozen=True):
     budget_chars: int = 1500  # a chunk's target size
     section_levels: int = 3  # headings h1..hN start sections
-    min_alnum: int = 25  # residue with fewer alphanumeric characters is dropped
+    min_alnum: int = 25  # a piece with fewer alphanumeric characters joins a neighbour chunk
     # The rules the chunks were cut by. Manifests written before the field existed (rules 1:
     # no upper bound) decode with this default; a run's settings carry CHUNKER_RULES.
     rules: int = 1
@@ -132,9 +133,17 @@ class PageInfo(msgspec.Struct, frozen=True, gc=False):
     modified: str  # ISO 8601 UTC; last commit that changed it (mtime of an uncommitted edit)
     commit: str  # the commit of `modified` ("" for an uncommitted working-tree edit)
     size: int  # bytes of the file
+    # Why `created`/`modified` may be off ("" = exact): the history that dated them is
+    # incomplete (a shallow or partial clone). The subclasses are kw_only so that their
+    # required `chunks` may follow it; the written ones omit it when empty, so a table of
+    # exactly dated pages encodes as it did before the field existed.
+    dates_note: str = ""
+    # The front matter block's lines as written ("" = none): no chunk holds them, and the
+    # page text begins with them (FORMAT.md, "Page text"). Omitted when empty, like above.
+    front_matter: str = ""
 
 
-class PageRecord(PageInfo, frozen=True):
+class PageRecord(PageInfo, frozen=True, kw_only=True, omit_defaults=True):
     """A page of a source's page table (pages/*.msgpack)."""
 
     chunks: list[ChunkRef]
@@ -147,7 +156,7 @@ class PageRecord(PageInfo, frozen=True):
         return len(self.chunks)
 
 
-class StoredPage(PageInfo, frozen=True):
+class StoredPage(PageInfo, frozen=True, kw_only=True, omit_defaults=True):
     """A page as an incremental run reads the previous table: the same record with its
     chunk refs left encoded. A run decodes the refs of the pages it touches only, so a
     small push into a large source does not pay for the whole table (adr/0010); written
@@ -185,7 +194,7 @@ def _array_length(encoded: msgspec.Raw) -> int:
     raise msgspec.DecodeError(f"expected a msgpack array, found type byte 0x{data[0]:02x}")
 
 
-class ServedPage(PageInfo, frozen=True):
+class ServedPage(PageInfo, frozen=True, kw_only=True):
     """A page as the server reads it: the same record decoded with ChunkLocations only, so
     that a large corpus's content hashes and window rows stay on disk. Its arrays are
     tuples, which the collector stops tracking: a version's page table then adds nothing
@@ -224,7 +233,7 @@ class SourceState(msgspec.Struct, frozen=True):
     files: int
     chunks: int
     problems: list[FileProblem] = []
-    last_error: str = ""
+    last_error: str = ""  # why the last run of this entry failed ("" = it did not)
     links: dict[str, str] | None = None  # symlinks at `commit`: path -> link blob (None: unknown)
     # The ref this entry indexes (refs.py beside this file). A source's default ref has the
     # source's own name as its key; each other ref of its `refs` is an entry "source@ref".
@@ -233,6 +242,9 @@ class SourceState(msgspec.Struct, frozen=True):
     base: str = ""  # the configured source the entry belongs to ("" = the key itself)
     default_ref: bool = True  # the source's default ref (False: an entry "source@ref")
     pages_sum: FileSum | None = None  # of pages_file (None: written before format 1.2)
+    # When the entry's runs began to fail ("" = its last run did not); `last_error` says why,
+    # and its pages are those of `commit`, the last run that succeeded.
+    failed_since: str = ""
 
 
 class Manifest(msgspec.Struct, frozen=True):

@@ -43,6 +43,7 @@ BENCHMARKS: dict[str, Callable[[], list[Figure]]] = {
     "scale": _lazy("scale", "bench_scale"),
     "scale-quick": _lazy("scale", "bench_scale_quick"),
     "replicas": _lazy("replicas", "bench_replicas"),
+    "gauntlet": _lazy("gauntlet", "bench_gauntlet"),
 }
 RATIO = "index-ratio"  # the replays' ratio, kept when both ran: its reference is in the run
 SETS = {

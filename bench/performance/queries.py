@@ -218,7 +218,7 @@ def hnsw_against_exact(data: DataDir, queries: list[str]) -> dict:
         exact_s.append(time.perf_counter() - started)
         recalls.append(len(set(labels[0].tolist()) & set(exact.tolist())) / 10)
     engine = Engine.open(data, embedder)
-    bm25_s = [engine.time_stages(query).bm25[0] for query in queries]
+    bm25_s = [engine.time_bm25(query)[0] for query in queries]
     engine.close()
     return {
         "windows": len(vectors),

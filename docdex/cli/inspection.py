@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from docdex import inspection
-
 from .commands import (
     EXIT_ERROR,
     EXIT_OK,
@@ -19,7 +17,8 @@ from .commands import (
     print_answer,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # docdex.inspection reads the store, which imports numpy: not at parse time
+    from docdex import inspection
     from docdex.index_format.verify import VerifyReport
 
 
@@ -43,16 +42,22 @@ def add_commands(commands: Commands) -> None:
 
 
 def cmd_inspect_versions(ctx: Context, args: argparse.Namespace) -> int:
+    from docdex import inspection
+
     print_answer(inspection.versions(ctx.data), args.json, _print_versions)
     return EXIT_OK
 
 
 def cmd_inspect_source(ctx: Context, args: argparse.Namespace) -> int:
+    from docdex import inspection
+
     print_answer(inspection.source(ctx.data, args.name), args.json, _print_source)
     return EXIT_OK
 
 
 def cmd_inspect_doc(ctx: Context, args: argparse.Namespace) -> int:
+    from docdex import inspection
+
     print_answer(inspection.document(ctx.data, args.doc_id), args.json, _print_document)
     return EXIT_OK
 

@@ -1,8 +1,11 @@
 """What one indexing run is asked to do (`RunContext`), what it gathers across sources
-(`RunState`), and one ref of a source within it (`SourceRun`)."""
+(`RunState`), one ref of a source within it (`SourceRun`), and what one source may spend
+(`SourceBudget`)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from docdex.errors import DocdexError
@@ -18,6 +21,7 @@ from docdex.index_format.records import (
     SourceState,
     StoredPage,
 )
+from docdex.indexer.chunking.includes import IncludeBudget
 from docdex.indexer.sources.refs import FoundRef, RefFamily
 
 from .passage_model import LazyModel
@@ -30,6 +34,21 @@ Dirty = dict[str, set[str] | None]  # source -> paths changed in its working tre
 
 class IndexingError(DocdexError):
     """A run cannot start (bad configuration, unknown source)."""
+
+
+class OverBudget(DocdexError):
+    """A source ran past its time budget in a run."""
+
+
+class SourceAbandoned(DocdexError):
+    """A source failed after it began to change what the run publishes (old pages removed,
+    new ones streamed): the run throws its work away and starts again without the source,
+    which keeps its last good pages."""
+
+    def __init__(self, source: str, error: str) -> None:
+        super().__init__(f"{source}: {error}")
+        self.source = source
+        self.error = error
 
 
 @dataclass(frozen=True)
@@ -49,6 +68,8 @@ class RunContext:
     damaged_versions: tuple[int, ...] = ()  # dropped once this run has published
     salvaged: bool = False  # started from a damaged version: every source is read again
     salvaged_vectors: dict[str, ChunkRef] = field(default_factory=dict)  # its intact chunks
+    source_timeout_s: float | None = None  # what one source may take (None: no limit)
+    clock: Callable[[], float] = time.monotonic
 
     @property
     def text_outdated(self) -> bool:
@@ -57,6 +78,41 @@ class RunContext:
 
     def dirty_paths(self, source: str) -> set[str] | None:
         return None if self.dirty is None else self.dirty.get(source, set())
+
+
+@dataclass
+class SourceBudget:
+    """What one configured source may spend in a run: time from its start, checked at each
+    file, commit walked and group of texts embedded, and the bytes its pages include."""
+
+    source: str
+    timeout_s: float | None
+    clock: Callable[[], float]
+    includes: IncludeBudget = field(default_factory=IncludeBudget)
+    started: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.started = self.clock()
+
+    def check(self) -> None:
+        if self.timeout_s is not None and self.clock() - self.started > self.timeout_s:
+            raise OverBudget(
+                f"indexing it took longer than its time budget ({self.timeout_s:g} s: a "
+                "source may take half of cycle_timeout_s), so it was stopped and its last "
+                f"indexed pages keep serving; `docdex index {self.source}` shows what is "
+                "slow, and a larger cycle_timeout_s gives it more time"
+            )
+
+
+@dataclass
+class Spending:
+    """The budget of the source a run is indexing now (None between sources)."""
+
+    current: SourceBudget | None = None
+
+    def check(self) -> None:
+        if self.current is not None:
+            self.current.check()
 
 
 @dataclass
@@ -76,6 +132,8 @@ class RunState:
     removed_sources: list[str] = field(default_factory=list)
     compacted: bool = False
     salvaged: bool = False  # nothing of the old segments stays live (recovery.py)
+    spending: Spending = field(default_factory=Spending)
+    given_up: dict[str, str] = field(default_factory=dict)  # source -> why: not indexed again
 
 
 @dataclass
@@ -90,6 +148,7 @@ class SourceRun:
     previous: SourceState | None
     config_hash: str  # of the settings that decide which files are read, and how
     report: SourceReport
+    budget: SourceBudget  # shared by the source's refs
 
     @property
     def name(self) -> str:

@@ -72,6 +72,7 @@ def parse_file(
         commit=dates.commit if dates else "",
         size=len(content.encode("utf-8")),
         chunks=[],
+        front_matter=parsed.front_matter,
     )
     return PendingPage(page, chunks)
 

@@ -58,7 +58,7 @@ def full_run_base(data: DataDir) -> FullRunBase:
         salvaged=True,
         damaged_segments=damaged_ids,
         damaged_versions=dropped,
-        vectors=_intact_vectors(data, manifest, damaged_ids),
+        vectors=intact_vectors(data, manifest, damaged_ids),
     )
 
 
@@ -90,7 +90,7 @@ def _salvage(manifest: Manifest, report: VersionReport) -> Manifest:
     return msgspec.structs.replace(manifest, segments=[], text_index="", sources=sources)
 
 
-def _intact_vectors(
+def intact_vectors(
     data: DataDir, manifest: Manifest, damaged: frozenset[str]
 ) -> dict[str, ChunkRef]:
     """Where the chunks of the intact segments are, by content hash: what the run may copy."""

@@ -7,6 +7,10 @@ ids for a working tree), parses and chunks only those, embeds only chunks whose 
 no vectors for, and streams them into new dense segments of bounded size (stream.py)
 and a copy-on-write text index. It then compacts the segments (compaction.py), publishes a
 manifest naming all of it, and collects garbage.
+
+A source that fails after it began to change what the run publishes (source_runs.py) makes
+the run throw its work away and start again without it; what the attempt embedded is kept
+on disk and copied, never embedded twice, and garbage collection removes the rest.
 """
 
 from __future__ import annotations
@@ -34,14 +38,15 @@ from docdex.index_format.store import (
 )
 from docdex.model.embedder import Embedder
 from docdex.model.files import model_info
+from docdex.runtime.logs import log_event
 
-from .context import Dirty, IndexingError, RunContext, RunState
+from .context import Dirty, IndexingError, RunContext, RunState, SourceAbandoned, Spending
 from .gc import collect_garbage
 from .lock import writer_lock
 from .nospace import disk_full_is_an_error
 from .passage_model import LazyModel
 from .publish import publish
-from .recovery import FullRunBase, drop_versions, full_run_base
+from .recovery import FullRunBase, drop_versions, full_run_base, intact_vectors
 from .report import RunReport, log_run
 from .source_runs import drop_entry, index_source
 from .stream import SegmentStream
@@ -59,6 +64,8 @@ def index_sources(
     on_wait: Callable[[str], None] | None = None,
     worktree: bool = False,
     dirty: Dirty | None = None,
+    source_timeout_s: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> RunReport:
     """Index the named sources (all when None) and publish a version if anything changed.
 
@@ -66,7 +73,8 @@ def index_sources(
     edits included) and `dirty` (source -> repo-relative paths) limits what is looked at
     (a source missing from it: only what a HEAD move changed; mapped to None: everything);
     other sources are indexed from their branch head as always. `embedder`: a model already
-    loaded (else one is loaded when a text needs embedding).
+    loaded (else one is loaded when a text needs embedding). `source_timeout_s`: what one
+    source may take on `clock` before it fails on its own (None: no limit).
     """
     selected = _select(config, names)
     data.ensure()
@@ -76,7 +84,17 @@ def index_sources(
         base = full_run_base(data) if full else None  # nothing damaged is reused (adr/0019)
         if base is not None and base.salvaged:
             selected = list(config.sources)  # a salvage leaves nothing of any source behind
-        ctx = _context(data, config.settings, full, embedder, worktree, dirty, base)
+        ctx = _context(
+            data,
+            config.settings,
+            full,
+            embedder,
+            worktree,
+            dirty,
+            base,
+            source_timeout_s=source_timeout_s,
+            clock=clock,
+        )
         if ctx.text_outdated:
             selected = list(config.sources)
         with disk_full_is_an_error(data, config.settings.keep_versions):
@@ -100,6 +118,9 @@ def _context(
     worktree: bool,
     dirty: Dirty | None,
     base: FullRunBase | None = None,
+    *,
+    source_timeout_s: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> RunContext:
     previous = base.previous if base else load_current(data)
     return RunContext(
@@ -121,45 +142,97 @@ def _context(
         damaged_versions=tuple(base.damaged_versions) if base else (),
         salvaged=base.salvaged if base else False,
         salvaged_vectors=base.vectors if base else {},
+        source_timeout_s=source_timeout_s,
+        clock=clock,
     )
 
 
 def _run(
     ctx: RunContext, config: Config, selected: list[SourceConfig], started: float
 ) -> RunReport:
-    run = _start(ctx)
-    try:
-        _drop_removed_sources(ctx, run, config)
-        for source in selected:
-            index_source(ctx, run, source)
-        changed = bool(run.deleted_pages or run.kept_pages or run.removed_sources)
-        if not changed and not _states_changed(ctx, run):
-            return run_report(ctx, run, started)
-        run.stream.flush()
-        ctx.passage_model.release()  # nothing is embedded after the last segment
-        manifest = publish(ctx, run)
-        drop_versions(ctx.data, list(ctx.damaged_versions))
-    finally:
-        run.text.discard()  # a no-op once the text index is published
+    run, manifest, windows = _attempts(ctx, config, selected)
     report = run_report(ctx, run, started, manifest)
-    report.gc = collect_garbage(ctx.data, ctx.settings.keep_versions)
+    report.windows_embedded += windows
+    if manifest is not None:
+        report.gc = collect_garbage(ctx.data, ctx.settings.keep_versions)
     return report
 
 
-def _start(ctx: RunContext) -> RunState:
+def _attempts(
+    ctx: RunContext, config: Config, selected: list[SourceConfig]
+) -> tuple[RunState, Manifest | None, int]:
+    """The last attempt's state and manifest (None: nothing changed), and the windows the
+    attempts before it embedded: each gives up on one source that failed mid-way."""
+    given_up: dict[str, str] = {}  # sources an earlier attempt gave up on, and why
+    embedded: dict[str, ChunkRef] = {}  # what earlier attempts embedded
+    windows = 0
+    while True:
+        run = _start(ctx, given_up, embedded)
+        try:
+            return run, _attempt(ctx, run, config, selected), windows
+        except SourceAbandoned as abandoned:
+            log_event(
+                log,
+                "source given up",
+                logging.WARNING,
+                source=abandoned.source,
+                error=abandoned.error,
+                then="indexing the other sources again, copying what was embedded",
+            )
+            given_up[abandoned.source] = abandoned.error
+            embedded.update(_embedded(run))
+            windows += run.stream.windows
+        finally:
+            run.text.discard()  # a no-op once the text index is published
+
+
+def _attempt(
+    ctx: RunContext, run: RunState, config: Config, selected: list[SourceConfig]
+) -> Manifest | None:
+    """Index the selected sources and publish; None when nothing changed."""
+    _drop_removed_sources(ctx, run, config)
+    for source in selected:
+        index_source(ctx, run, source)
+    changed = bool(run.deleted_pages or run.kept_pages or run.removed_sources)
+    if not changed and not _states_changed(ctx, run):
+        return None
+    run.stream.flush()
+    ctx.passage_model.release()  # nothing is embedded after the last segment
+    manifest = publish(ctx, run)
+    drop_versions(ctx.data, list(ctx.damaged_versions))
+    return manifest
+
+
+def _embedded(run: RunState) -> dict[str, ChunkRef]:
+    """The chunks an attempt wrote, by content hash: their segments stay on disk until the
+    run's garbage collection, so the next attempt copies their vectors."""
+    written = {segment.id for segment in run.stream.segments}
+    return {key: ref for key, ref in run.reusable.items() if ref.segment in written}
+
+
+def _every_chunk(ctx: RunContext) -> dict[str, ChunkRef]:
+    """The chunks of the version the run starts from, by content hash: any source's."""
+    if ctx.previous is None:
+        return {}
+    return intact_vectors(ctx.data, ctx.previous, ctx.damaged_segments)
+
+
+def _start(ctx: RunContext, given_up: dict[str, str], embedded: dict[str, ChunkRef]) -> RunState:
     previous = ctx.previous
     text = TextIndexBuilder(ctx.data, version_name(ctx.version), reusable_text_index(previous))
-    reusable: dict[str, ChunkRef] = dict(ctx.salvaged_vectors)
+    reusable: dict[str, ChunkRef] = {**embedded, **ctx.salvaged_vectors}
+    spending = Spending()
     stream = SegmentStream(
         ctx.data,
         ctx.version,
         ctx.settings,
         model=ctx.model,
-        load_model=ctx.passage_model,
+        load_model=_within_budget(ctx, spending),
         reusable=reusable,
         segment_chunks={s.id: s.chunks for s in previous.segments} if previous else {},
         text_sink=text.add,
         damaged=ctx.damaged_segments,
+        library=lambda: _every_chunk(ctx),
     )
     return RunState(
         text=text,
@@ -168,7 +241,20 @@ def _start(ctx: RunContext) -> RunState:
         reusable=reusable,
         states=dict(previous.sources) if previous else {},
         salvaged=ctx.salvaged,
+        spending=spending,
+        given_up=dict(given_up),
     )
+
+
+def _within_budget(ctx: RunContext, spending: Spending) -> Callable[[], Embedder]:
+    """The passage model, for each group of texts the stream embeds: the source being
+    indexed must still be within its budget."""
+
+    def load() -> Embedder:
+        spending.check()
+        return ctx.passage_model()
+
+    return load
 
 
 def _next_version(data: DataDir) -> int:

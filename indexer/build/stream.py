@@ -67,7 +67,10 @@ class SegmentStream:
 
     `reusable` maps content hashes to chunks whose vectors may be copied (the pages this
     run removed); the stream adds every chunk it writes, so a text seen again later in the
-    run is copied from this run's segment rather than embedded twice. `segment_chunks`
+    run is copied from this run's segment rather than embedded twice. `library` gives every
+    chunk of the version the run starts from, by content hash: it is read once, at the first
+    text nothing nearer covers, so that a source holding what another source already holds
+    (a checkout of an indexed bare repository, a mirror) copies its vectors. `segment_chunks`
     holds an old segment's chunk count (for its token arrays) by segment id. The model is
     loaded (`load_model`) only when a text has to be embedded.
     """
@@ -84,6 +87,7 @@ class SegmentStream:
         segment_chunks: dict[str, int],
         text_sink: TextSink,
         damaged: frozenset[str] = frozenset(),
+        library: Callable[[], dict[str, ChunkRef]] = dict,
     ) -> None:
         self.data = data
         self.version = version
@@ -93,6 +97,7 @@ class SegmentStream:
         self.reusable = reusable
         self.text_sink = text_sink
         self.damaged = damaged  # segments whose files failed verification: never copied from
+        self.library = _Library(library)
         self.old_vectors = _OldVectors(data)
         self.old_tokens = _OldTokens(data, segment_chunks) if settings.late_interaction else None
         self.batch: list[PendingPage] = []
@@ -133,7 +138,7 @@ class SegmentStream:
         plan = VectorPlan()
         for chunk in chunks:
             key = chunk.record.content_hash
-            ref = self.reusable.get(key)
+            ref = self.reusable.get(key) or self.library.get(key)
             if ref is not None and ref.segment not in self.damaged and self._has_tokens(ref):
                 plan.reuse[key] = ref
             else:
@@ -209,6 +214,20 @@ class SegmentStream:
         if not plan.uses[key]:
             fresh.tokens.pop(key, None)  # its last chunk: the rows are packed by the caller
         return vectors, tokens
+
+
+class _Library:
+    """The chunks of the version a run starts from, by content hash, read at the first
+    lookup (a run whose texts are all covered by nearer reuse never reads them)."""
+
+    def __init__(self, load: Callable[[], dict[str, ChunkRef]]) -> None:
+        self._load = load
+        self._refs: dict[str, ChunkRef] | None = None
+
+    def get(self, key: str) -> ChunkRef | None:
+        if self._refs is None:
+            self._refs = self._load()
+        return self._refs.get(key)
 
 
 class _FreshEmbeddings:

@@ -1,9 +1,11 @@
 """Markup noise removal: the text a reader sees, for headings and for the embedder.
 
 `heading_text` gives a heading or summary as a reader sees it. For chunk text,
-`without_markers` drops admonition markers and template tags from a page's lines before
-block parsing, and `render_tokens` turns block tokens into clean text (HTML tags, link
-targets, emphasis marks and table pipes removed; code content kept).
+`without_markers` reduces the markup of docs generators (docdex.index_format.markup) in a
+page's lines before block parsing: admonition, container and alert markers to the titles a
+reader sees, directives to their words, heading ids and template tags to nothing; and
+`render_tokens` turns block tokens into clean text (HTML tags, scripts, link targets,
+emphasis marks and table pipes removed; code content kept).
 
 Inline markdown goes through markdown-it's inline parser, except very long runs of inline
 text: its cost per character is high on bracket-heavy input, so those take a rough
@@ -20,25 +22,23 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from docdex.index_format import markup
+from docdex.index_format.markup import strip_template_tags
+
 _INLINE_PARSER = MarkdownIt("commonmark").enable("strikethrough")
 
 INLINE_PARSE_LIMIT = 20_000  # characters of one inline run parsed by markdown-it
 
 _INLINE_MARKUP = re.compile(r"[\\`*_~\[\]<>&!]")  # text without these parses to itself
-_FENCE_OPEN = re.compile(r"^[ \t]*(`{3,}(?=[^`]*$)|~{3,})")
-_MKDOCS_ADMONITION = re.compile(r'^[ \t]*(?:!!!|\?\?\?\+?)[ \t]*[\w\- \t]*?(?:"([^"]*)")?[ \t]*$')
-_DOCUSAURUS_ADMONITION = re.compile(r"^[ \t]*:{3,}[ \t]*[\w-]*[ \t]*(?:\[([^\]]*)\])?(.*)$")
-_GITHUB_ALERT = re.compile(r"^([ \t]*(?:>[ \t]?)+)[ \t]*\[![A-Za-z]+\][+-]?")
+_QUOTE_PREFIX = re.compile(r"^[ \t]*(?:>[ \t]?)+")
 _BOLD_NOTE = re.compile(
     r"^([ \t]*(?:>[ \t]?)+)[ \t]*(?:\*\*|__)(?:note|tip|info|important|warning|caution|danger"
     r"|attention|hint|remark)(?::(?:\*\*|__)|(?:\*\*|__):?)",
     re.IGNORECASE,
 )
-# Bounded by the next delimiter character, so unclosed tags cannot make these quadratic.
-_TEMPLATE_TAG = re.compile(r"\{%[^%]*%\}|\{\{<[^>]*>\}\}|\{\{%[^%]*%\}\}")
 _HTML_TAG = re.compile(r"</?[A-Za-z][^<>]*>|<![^<>]*>|<\?[^<>]*\?>")
-_PREFORMATTED = re.compile(r"<(?:pre|code|script|style)\b", re.IGNORECASE)
-_HEADING_ATTRIBUTES = re.compile(r"\s*\{[ \t]*[#.][^{}]*\}\s*$")
+_PREFORMATTED = re.compile(r"<(?:pre|code)\b", re.IGNORECASE)
+_HIDDEN_ELEMENT = re.compile(r"<(script|style)\b[^<>]*>", re.IGNORECASE)  # content unseen
 # Runs that tidy() changes: two or more spaces, or other horizontal whitespace (a lone space
 # is left alone, which makes tidy() about twice as fast on prose).
 _SPACES = re.compile(r"[^\S\n]{2,}|[^\S \n]")
@@ -65,45 +65,121 @@ def collapse_whitespace(text: str) -> str:
 
 
 def heading_text(markdown: str, env: MutableMapping[str, Any] | None = None) -> str:
-    """A heading (or a <summary>) as a reader sees it, on one line."""
+    """A heading (or a <summary>) as a reader sees it, on one line: no template tags, no
+    trailing `{#id}`."""
     text = inline_text(strip_template_tags(markdown), env, link_urls=False)
-    return _HEADING_ATTRIBUTES.sub("", collapse_whitespace(text))
+    return markup.split_heading_id(collapse_whitespace(text))[0].rstrip()
 
 
 def without_markers(lines: list[str]) -> list[str]:
-    """The page's lines with admonition markers and template tags removed, outside fences.
+    """The page's lines as the parser should read them: outside fences, admonition,
+    container and alert markers reduced to the titles they show, one-line directives to
+    their words, heading ids and template tags removed; inside fences, mdBook's include
+    lines removed (they stand for a file's code, not their own text).
 
     The line count never changes, so block positions still match the file. MkDocs
-    admonition bodies are indented four spaces; they are dedented so that they parse as
-    prose, not as an indented code block.
+    admonition bodies are indented four spaces a level; they are dedented so that they
+    parse as prose, not as an indented code block. The indented options below a
+    mkdocstrings `::: module.Name` line are configuration, removed.
     """
     out: list[str] = []
     prose_start = 0
     fence = ""
-    dedent_admonition = False
+    body = _Body()
     for line in lines:
+        line = body.line(line, in_fence=bool(fence))
         if fence:
-            out.append(line)
-            fence = "" if _closes_fence(line, fence) else fence
+            out.append("" if markup.mdbook_directive(line) else line)
+            fence = "" if markup.closes_fence(line, fence) else fence
             continue
-        opening = _FENCE_OPEN.match(line) if _starts_with(line, "`~") else None
-        if opening:
+        fence = markup.fence_opening(line)
+        if fence:
             _strip_template_tags_from(out, prose_start)
-            fence = opening.group(1)
             out.append(line)
             prose_start = len(out)
             continue
-        if dedent_admonition and (not line.strip() or line.startswith(("    ", "\t"))):
-            line = line[4:] if line.startswith("    ") else line[1:]
-        else:
-            dedent_admonition = False
-        marker = _MKDOCS_ADMONITION.match(line) if _starts_with(line, "!?") else None
-        if marker:
-            dedent_admonition = True
-            line = marker.group(1) or ""
-        out.append(_without_inline_marker(line) if _starts_with(line, ":>") else line)
+        out.append(_without_marker(line, body))
     _strip_template_tags_from(out, prose_start)
     return out
+
+
+class _Body:
+    """Where the line being read sits: how many MkDocs admonitions deep (each one's body
+    four columns in), and whether under a mkdocstrings directive's options."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.options = False
+
+    def line(self, line: str, in_fence: bool) -> str:
+        """The line as it reads at its admonition's indentation ("" for options)."""
+        if not (self.depth or self.options) or not line.strip():
+            return "" if self.options and not line.strip() else line
+        indent = _columns(line)
+        if self.options and indent >= 4 * (self.depth + 1):
+            return ""
+        self.options = False
+        while self.depth and indent < 4 * self.depth and not in_fence:
+            self.depth -= 1
+        return _dedent(line, 4 * self.depth)
+
+
+def _without_marker(line: str, body: _Body) -> str:
+    first = line[:80].lstrip(" \t")[:1]
+    if first in ("!", "?") and (admonition := markup.mkdocs_admonition(line)):
+        body.depth += 1
+        return admonition.title or ""
+    if first == ":":
+        return _without_colon_marker(line, body)
+    if first == ">":
+        return _without_alert_marker(line)
+    if first == "#":
+        return markup.heading_line_without_markup(line)[0]
+    if first == "{" and markup.is_attribute_line(line):
+        return ""
+    return line
+
+
+def _without_colon_marker(line: str, body: _Body) -> str:
+    if target := markup.autodoc_target(line):
+        body.options = True
+        return target
+    if directive := markup.docfx_directive(line):
+        name, attributes = directive
+        return attributes.get("alt-text", "") if name == "image" else ""
+    if container := markup.colon_fence(line):
+        return container.title or ""
+    return line
+
+
+def _without_alert_marker(line: str) -> str:
+    prefix = _QUOTE_PREFIX.match(line)
+    if prefix and (alert := markup.alert(line[prefix.end() :])):
+        return prefix.group() + (alert.title or "")
+    return _BOLD_NOTE.sub(r"\1", line)
+
+
+def _columns(line: str) -> int:
+    """The indentation of a line in columns (a tab to the next multiple of four)."""
+    columns = 0
+    for char in line:
+        if char == " ":
+            columns += 1
+        elif char == "\t":
+            columns += 4 - columns % 4
+        else:
+            break
+    return columns
+
+
+def _dedent(line: str, columns: int) -> str:
+    """The line with up to `columns` columns of its indentation removed."""
+    removed = 0
+    for index, char in enumerate(line):
+        if removed >= columns or char not in " \t":
+            return " " * (removed - columns) + line[index:]
+        removed += 1 if char == " " else 4 - removed % 4
+    return ""
 
 
 def render_tokens(tokens: list[Token], env: MutableMapping[str, Any] | None) -> str:
@@ -151,43 +227,37 @@ def strip_html(text: str) -> str:
     return html.unescape(_without_tags(text))
 
 
-def strip_template_tags(text: str) -> str:
-    """GitBook/Jinja `{% ... %}` and Hugo `{{< ... >}}` / `{{% ... %}}` tags removed."""
-    if "{" not in text:
-        return text
-    return _TEMPLATE_TAG.sub(lambda m: "\n" * m.group().count("\n"), text)
-
-
 def html_block_text(content: str, env: MutableMapping[str, Any] | None) -> str:
-    """Text of an HTML block, tags removed. Writers put markdown inside HTML wrappers
-    (`<summary>**Q**</summary>`), so it is rendered, unless the block holds code."""
+    """Text of an HTML block, tags removed and scripts and styles left out. Writers put
+    markdown inside HTML wrappers (`<summary>**Q**</summary>`), so it is rendered, unless
+    the block holds code."""
+    content = _without_hidden_elements(content)
     if _PREFORMATTED.search(content):
         return strip_html(content)
     return inline_text(_without_tags(content), env)
 
 
+def _without_hidden_elements(content: str) -> str:
+    """`<script>` and `<style>` elements removed, content and all (a VitePress page's
+    `<script setup>`): no reader sees them. An unclosed one runs to the end."""
+    if "<" not in content:
+        return content
+    kept: list[str] = []
+    position = 0
+    lowered = content.lower()
+    while opening := _HIDDEN_ELEMENT.search(content, position):
+        kept.append(content[position : opening.start()])
+        close = lowered.find(f"</{opening.group(1).lower()}", opening.end())
+        if close < 0:
+            return " ".join(kept)
+        position = lowered.find(">", close) + 1 or len(content)
+    kept.append(content[position:])
+    return " ".join(kept)
+
+
 def _strip_template_tags_from(lines: list[str], start: int) -> None:
     if any("{" in line for line in lines[start:]):
         lines[start:] = strip_template_tags("\n".join(lines[start:])).split("\n")
-
-
-def _closes_fence(line: str, fence: str) -> bool:
-    marks = line.strip()
-    return len(marks) >= len(fence) and marks == fence[0] * len(marks)
-
-
-def _starts_with(line: str, characters: str) -> bool:
-    """Whether the first non-blank character of the line is one of these."""
-    first = line[:80].lstrip(" \t")[:1]
-    return bool(first) and first in characters
-
-
-def _without_inline_marker(line: str) -> str:
-    docusaurus = _DOCUSAURUS_ADMONITION.match(line)
-    if docusaurus:
-        return " ".join(part.strip() for part in docusaurus.groups() if part and part.strip())
-    line = _GITHUB_ALERT.sub(r"\1", line)
-    return _BOLD_NOTE.sub(r"\1", line)
 
 
 def _render_inline(children: list[Token], link_urls: bool) -> Iterable[str]:

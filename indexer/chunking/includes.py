@@ -16,6 +16,12 @@ repository, or names no file is left alone (the line stays as written). Files ar
 through a `PathReader` that sees only the tree being indexed (the commit's tree, or the
 working tree with symlinks leaving it refused: indexer/sources/includes.py), at most
 `MAX_INCLUDES` per page, nested `MAX_DEPTH` deep.
+
+What includes may add is bounded (`IncludeBudget`, `PageIncludes`): a page expands each
+file once (a later line including it again stays as written), a page with what it includes
+stays within `max_file_bytes` and `INCLUDED_BYTES_PER_PAGE`, and one source's pages include
+at most `INCLUDED_BYTES_PER_RUN` in a run. An include past a budget stays as written, and
+its page says so in a problem of its own.
 """
 
 from __future__ import annotations
@@ -23,11 +29,14 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 PathReader = Callable[[str], "str | None"]  # repository path -> text, None if unreadable
 
 MAX_INCLUDES = 32  # per page, nested ones counted
 MAX_DEPTH = 3
+INCLUDED_BYTES_PER_PAGE = 1_000_000
+INCLUDED_BYTES_PER_RUN = 32_000_000  # per source
 
 _SNIPPET = re.compile(r"""^[ \t]*--8<--[ \t]+(?:"([^"\n]+)"|'([^'\n]+)'|(\S+))[ \t]*$""")
 _JEKYLL = re.compile(
@@ -95,3 +104,61 @@ def candidates(kind: str, written: str, page_path: str) -> list[str]:
 
 
 DRAFT_SKIPPED = "draft: true in its front matter; not indexed (drafts = true keeps drafts)"
+
+
+# --- budgets -------------------------------------------------------------------------------
+
+
+@dataclass
+class IncludeBudget:
+    """The bytes one source's pages may still include in this run."""
+
+    left: int = INCLUDED_BYTES_PER_RUN
+
+    def page(self, read: PathReader, page_bytes: int, max_file_bytes: int) -> PageIncludes:
+        """The reader of one page's includes: it shares this budget with the source's other
+        pages, and the page's own with its includes (`max_file_bytes` counts the page and
+        what it includes)."""
+        own = min(INCLUDED_BYTES_PER_PAGE, max(max_file_bytes - page_bytes, 0))
+        return PageIncludes(read, self, own)
+
+
+@dataclass
+class PageIncludes:
+    """A PathReader for one page's includes, within its budgets: a file it already
+    expanded, or one past a budget, reads as nothing (its line stays as written)."""
+
+    read: PathReader
+    source: IncludeBudget
+    left: int  # what the page may still include
+    expanded: set[str] = field(default_factory=set)
+    refused: list[str] = field(default_factory=list)  # paths left out over a budget
+
+    def __call__(self, path: str) -> str | None:
+        if path in self.expanded:
+            return None
+        text = self.read(path)
+        if text is None:
+            return None
+        size = len(text.encode("utf-8"))
+        if size > self.left or size > self.source.left:
+            self.refused.append(path)
+            return None
+        self.expanded.add(path)
+        self.left -= size
+        self.source.left -= size
+        return text
+
+    def problem(self) -> str:
+        """A sentence on the includes left out over a budget ("" when none was)."""
+        if not self.refused:
+            return ""
+        names = ", ".join(sorted(set(self.refused))[:3])
+        more = len(set(self.refused)) - 3
+        return (
+            f"indexed without {len(self.refused)} include(s) ({names}"
+            + (f" and {more} more" if more > 0 else "")
+            + f"): what a page includes is limited to {INCLUDED_BYTES_PER_PAGE:,} bytes, "
+            f"max_file_bytes with the page itself, and {INCLUDED_BYTES_PER_RUN:,} bytes per "
+            "source and run; those lines stay as written"
+        )

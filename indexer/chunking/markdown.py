@@ -7,11 +7,17 @@ at its blocks, an oversize paragraph at lines. Tables and code blocks are kept w
 the hard bound (`max_chars`, 4 budgets; adr/0014); above it a table is cut between rows and
 code between lines. No chunk's text exceeds the bound: a longer line is cut into parts,
 between sentences, else between words, else anywhere. Short sections stay chunks of their
-own; only pieces with almost no text are dropped.
+own; a piece with almost no text joins a neighbour.
 
 A chunk's text is the file's text of its lines, exactly: lines start..end, or a part of one
 line (start == end), the parts of a line being consecutive chunks that join back into it
-(index_format.reassembly).
+(index_format.reassembly). Every line that is not empty lies in some chunk, front matter
+aside (it is the page's metadata: its lines are empty here), so the chunks give the page
+back whole.
+
+markdown-it stops parsing blocks nested deeper than its limit (a list ten levels deep) and
+skips the rest of the page; here the too-deep lines are a plain paragraph instead, and the
+blocks after them parse as usual.
 
 Line numbers are 1-based lines of the file as stored; a lone CR counts as a line break, as
 it does for markdown-it and editors.
@@ -22,7 +28,7 @@ from __future__ import annotations
 import bisect
 import logging
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -31,6 +37,7 @@ import msgspec
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from docdex.index_format.deep_blocks import DeepBlocksAsText
 from docdex.index_format.records import Chunk, ChunkerSettings, ParsedPage
 
 from . import cleanup, includes, mdx
@@ -39,8 +46,10 @@ from .includes import PathReader
 
 _log = logging.getLogger(__name__)
 
+
 # Structure only: inline content is parsed on demand, for the text that needs it.
 _BLOCK_PARSER = MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
+_BLOCK_PARSER.block = DeepBlocksAsText(_BLOCK_PARSER)
 
 _DETAILS_TAG = re.compile(r"<(/?)(details|summary)\b[^<>]*>", re.IGNORECASE)
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
@@ -51,7 +60,6 @@ _TABLE_PARTS = {"table_open", "thead_open", "tbody_open"}
 _CODE = {"fence", "code_block"}
 _CONTAINERS = {"bullet_list_open", "ordered_list_open", "list_item_open", "blockquote_open"}
 _LINES = -1  # Unit.token for a plain range of lines
-_MAX_NESTING = _BLOCK_PARSER.options.maxNesting  # blocks nested deeper are not parsed
 # Where a long line is cut (the whitespace stays with the part before the cut).
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+")
 _WHITESPACE = re.compile(r"\s")
@@ -85,8 +93,9 @@ def parse_page(
 def _parse_page(text: str, path: str, settings: ChunkerSettings, inc: _Includes) -> ParsedPage:
     lines = cleanup.normalise_newlines(text).split("\n")
     front_matter_lines, meta = read_front_matter(lines)
+    front_matter = "\n".join(lines[:front_matter_lines])
     lines[:front_matter_lines] = [""] * front_matter_lines
-    parser_lines = mdx.without_jsx(lines) if path.lower().endswith(".mdx") else list(lines)
+    parser_lines = mdx.parser_lines(path, lines)
     include_at = includes.include_lines(parser_lines)
     for index in include_at:  # the line itself is no content; what it includes is
         parser_lines[index] = ""
@@ -95,14 +104,17 @@ def _parse_page(text: str, path: str, settings: ChunkerSettings, inc: _Includes)
     title = _title(meta.title, headings, path, page.env)
     levels = min(max(settings.section_levels, 1), 6)
     markers = _markers([h for h in headings if h.level <= levels], _details_spans(page))
-    chunks = [
-        chunk
-        for section in _sections(markers, len(lines), title)
-        for chunk in _section_chunks(page, section, settings)
-    ]
+    sections = list(_sections(markers, len(lines), title))
+    chunks = [chunk for section in sections for chunk in _section_chunks(page, section, settings)]
     if include_at and inc.read is not None:
         chunks = _with_includes(chunks, include_at, lines, path, settings, inc, title)
-    chunks = _with_lead(chunks, meta.tags)
+
+    def chunk_of(span: _Span) -> Chunk:
+        headings = _section_at(sections, span.start).headings
+        embed_text = _embed_text(page, span)
+        return _chunk(page, headings, _Piece(span.start, span.end, span.columns, [embed_text], 0))
+
+    chunks = _with_lead(_every_line_kept(chunks, page, settings, chunk_of), meta.tags)
     return ParsedPage(
         title=title,
         description=meta.description,
@@ -110,6 +122,7 @@ def _parse_page(text: str, path: str, settings: ChunkerSettings, inc: _Includes)
         dates=meta.dates,
         chunks=chunks,
         draft=meta.draft,
+        front_matter=front_matter,
     )
 
 
@@ -323,6 +336,11 @@ def _apply(crumbs: list[_Marker], marker: _Marker) -> None:
             pass
 
 
+def _section_at(sections: list[_Section], line: int) -> _Section:
+    """The section that holds the line (sections cover the page, in order)."""
+    return sections[bisect.bisect_right([s.start for s in sections], line) - 1]
+
+
 def _breadcrumb(title: str, crumbs: list[_Marker]) -> list[str]:
     folded_title = _fold(title)
     return [title] + [
@@ -376,6 +394,68 @@ def _kept(page: _Page, piece: _Piece, min_alnum: int) -> bool:
     if piece.columns is not None:
         return page.alnum(piece.start, stop_at=min_alnum) >= min_alnum
     return piece.alnum >= min_alnum or (piece.stranded and piece.alnum > 0)
+
+
+def _every_line_kept(
+    chunks: list[Chunk], page: _Lines, settings: ChunkerSettings, chunk_of: Callable[[_Span], Chunk]
+) -> list[Chunk]:
+    """The chunks, grown over the lines that none of them holds, so that the page
+    reassembles whole (an empty line needs no chunk: reassembly gives it back).
+
+    Such a run of lines (the heading of a section with nothing of its own, a fragment with
+    almost no text, a line of spaces) joins the chunk after it: an empty section's heading
+    leads its subsection. At the end of the page, or when that chunk would go over the
+    bound (or is a part of a line), it joins the chunk before it; when neither can take it,
+    it is chunks of its own. A chunk that grows keeps its embed text, and so its vectors.
+    """
+    budget, limit = max(settings.budget_chars, 1), settings.max_chars
+    out: list[Chunk] = []
+    reached = 0  # the first line (0-based) after the chunks so far
+    for chunk in [*chunks, None]:
+        start = chunk.start_line - 1 if chunk else len(page.lines)
+        text_lines = [n for n in range(reached, start) if page.lines[n]]
+        if text_lines:
+            first, last = text_lines[0], text_lines[-1]
+            if chunk and _grows(page, chunk, first, chunk.end_line - 1, limit):
+                chunk = _spanning(page, chunk, first, chunk.end_line - 1)
+            elif out and _grows(page, out[-1], out[-1].start_line - 1, last, limit):
+                out[-1] = _spanning(page, out[-1], out[-1].start_line - 1, last)
+            else:
+                out.extend(map(chunk_of, _runs(page, first, last, budget, limit)))
+        if chunk:
+            out.append(chunk)
+            reached = max(reached, chunk.end_line)
+    return out
+
+
+def _grows(page: _Lines, chunk: Chunk, start: int, end: int, limit: int) -> bool:
+    """Whether the chunk, lines and not a part of one, can span lines start..end."""
+    whole = len(chunk.text) == page.size(chunk.start_line - 1, chunk.end_line - 1) - 1
+    return whole and page.size(start, end) - 1 <= limit
+
+
+def _spanning(page: _Lines, chunk: Chunk, start: int, end: int) -> Chunk:
+    text = page.text(start, end, None)
+    return msgspec.structs.replace(chunk, text=text, start_line=start + 1, end_line=end + 1)
+
+
+def _runs(page: _Lines, start: int, end: int, budget: int, limit: int) -> Iterator[_Span]:
+    """Lines start..end as runs within the limit, each from and to a line that is not
+    empty; a line over the limit as its parts."""
+    run: tuple[int, int] | None = None  # its first and last line
+    for line in range(start, end + 1):
+        if not page.lines[line]:
+            continue
+        long_line = page.size(line, line) > limit
+        if run and (long_line or page.size(run[0], line) - 1 > limit):
+            yield _Span(*run)
+            run = None
+        if long_line:
+            yield from (_Span(line, line, c) for c in _line_parts(page.lines[line], budget, limit))
+        else:
+            run = (run[0] if run else line, line)
+    if run:
+        yield _Span(*run)
 
 
 def _pieces(page: _Page, section: _Section, budget: int, limit: int) -> Iterator[_Span]:
@@ -548,16 +628,6 @@ def _render(page: _Page, index: int, start: int, end: int, parts: list[str]) -> 
     else:
         parts.append(_partial_text(page, index, max(first, start), min(after_last - 1, end)))
         parts.append("\n")
-    if token.type in _CONTAINERS and token.level + 1 >= _MAX_NESTING:
-        parts.append(_unparsed_text(page, index, start, end))
-
-
-def _unparsed_text(page: _Page, index: int, start: int, end: int) -> str:
-    """Rough text of a container's lines, which markdown-it left unparsed: it parses nothing
-    nested deeper than its limit, and those lines would otherwise never be embedded."""
-    first, after_last = lines_of(page.tokens[index])
-    lines = page.source_lines[max(first, start) : min(after_last, end + 1)]
-    return cleanup.rough_inline_text("\n".join(lines)) + "\n"
 
 
 def _partial_text(page: _Page, index: int, start: int, end: int) -> str:
@@ -596,7 +666,9 @@ def _plain_page(text: str, path: str, settings: ChunkerSettings) -> ParsedPage:
     budget, limit = max(settings.budget_chars, 1), settings.max_chars
     last = len(page.lines) - 1
     spans = _packed(page, _line_units(page, 0, last, budget, limit), 0, last, budget, limit)
-    return ParsedPage(title=title, chunks=[_plain_chunk(page, title, span) for span in spans])
+    chunks = [_plain_chunk(page, title, span) for span in spans]
+    covered = _every_line_kept(chunks, page, settings, lambda span: _plain_chunk(page, title, span))
+    return ParsedPage(title=title, chunks=covered)
 
 
 def _plain_chunk(page: _Lines, title: str, span: _Span) -> Chunk:

@@ -1,7 +1,9 @@
 """Which files a commit holds within a source's globs, and what changed between two
 snapshots: two commits (dulwich's tree diff with its rename detector) or, when the indexed
 commit is gone from the object store, the indexed page table against a commit's files.
-Changes come out as the adds, modifies, deletes and renames the pipeline applies.
+Changes come out as the adds, modifies, deletes and renames the pipeline applies. A
+submodule (a gitlink) where the globs would select pages is listed like a file, so that its
+source reports it (blobs.py) instead of leaving it out without a word.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from dulwich.diff_tree import (
 from dulwich.objects import TreeEntry
 from dulwich.repo import Repo
 
-from .globs import matches
-from .repo import find_commit, is_file, require_commit, to_str
+from .globs import matches, selects_below
+from .repo import find_commit, is_file, is_gitlink, require_commit, to_str
 from .trees import Entry, TreeReader
 
 ChangeKind = Literal["add", "modify", "delete", "rename"]
@@ -30,7 +32,7 @@ ChangeKind = Literal["add", "modify", "delete", "rename"]
 
 class FileEntry(msgspec.Struct, frozen=True):
     path: str
-    blob: str  # for a symlink: the link's own blob (its target text), not the target's
+    blob: str  # for a symlink: the link's own blob (its target text); a gitlink: the commit
     mode: int
 
 
@@ -66,9 +68,16 @@ def _in_globs(
     files: dict[str, FileEntry] = {}
     for raw_path, (mode, sha) in found:
         path = to_str(raw_path)
-        if matches(path, include, exclude):
+        if in_globs(path, mode, include, exclude):
             files[path] = FileEntry(path, sha.decode(), mode)
     return dict(sorted(files.items()))
+
+
+def in_globs(path: str, mode: int, include: list[str], exclude: list[str]) -> bool:
+    """A file the globs select, or a submodule where they would select pages."""
+    if is_gitlink(mode):
+        return selects_below(path, include, exclude)
+    return is_file(mode) and matches(path, include, exclude)
 
 
 def diff_commits(
@@ -110,11 +119,7 @@ def _changes_in_globs(
     raw: list[TreeChange], include: list[str], exclude: list[str]
 ) -> list[Change]:
     def wanted(entry: TreeEntry | None) -> bool:
-        return (
-            entry is not None
-            and is_file(entry.mode)
-            and matches(to_str(entry.path), include, exclude)
-        )
+        return entry is not None and in_globs(to_str(entry.path), entry.mode, include, exclude)
 
     changes: list[Change] = []
     for change in raw:

@@ -16,6 +16,13 @@ def matches(path: str, include: list[str], exclude: list[str]) -> bool:
     return not exclude or not _glob_set(tuple(exclude)).fullmatch(path)
 
 
+def selects_below(directory: str, include: list[str], exclude: list[str]) -> bool:
+    """Whether the globs would select a page directly inside `directory`: a submodule
+    there holds pages a source cannot read, which it reports."""
+    return any(matches(f"{directory}/{name}", include, exclude) for name in _PAGE_NAMES)
+
+
+_PAGE_NAMES = ("README.md", "index.md", "_index.md", "index.mdx")
 _NEVER = re.compile(r"(?!)")
 
 

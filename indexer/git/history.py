@@ -4,30 +4,58 @@ only the directories that hold traced paths; where a commit adds a traced path, 
 detector of this module's own compares only the traced adds with that commit's deletes. An
 incremental run walks only the commits since the indexed one and takes the rest from the
 dates it already knows.
+
+History is what the repository holds: grafts and shallow cut points are honoured, and a
+parent whose commit or tree is missing ends the walk there, as if that commit were the
+first. A page the walk dates at such an end, or whose rename could not be checked because
+a file's content is missing (a partial clone), says so in its `note`.
 """
 
 from __future__ import annotations
 
 import stat
 from collections import Counter, defaultdict, deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import msgspec
 from dulwich.diff_tree import RENAME_THRESHOLD
 from dulwich.objects import Commit, ObjectID
 from dulwich.repo import Repo
+from dulwich.walk import Walker
 
 from docdex.index_format.times import iso_utc
 
-from .repo import find_commit, is_file, read_blob, require_commit, to_bytes, to_str
+from .repo import (
+    MissingObject,
+    find_commit,
+    has_object,
+    is_file,
+    read_blob,
+    require_commit,
+    to_bytes,
+    to_str,
+)
 from .trees import Entry, TreeReader
+
+Tick = Callable[[], None]  # called once per commit walked (a run's time budget checks there)
+
+# What a page's `note` says when history could not date it exactly.
+HISTORY_ENDS = (
+    "dated from incomplete history (a shallow clone, a graft or missing parents): the page "
+    "may be older than `created` says, and its last change older than `modified`"
+)
+RENAME_UNCHECKED = (
+    "a rename in its history could not be checked (file contents missing: a partial "
+    "clone?): `created` may be later than the page's first commit"
+)
 
 
 class PageDates(msgspec.Struct, frozen=True):
     created: str  # ISO 8601 UTC, committer date of the commit that added the path
     modified: str  # ISO 8601 UTC, committer date of the last commit that changed it
     commit: str  # sha of that last commit
+    note: str = ""  # why the dates may be off ("" = exact): HISTORY_ENDS, RENAME_UNCHECKED
 
 
 @dataclass(slots=True)
@@ -38,6 +66,59 @@ class _Trace:
     name: bytes  # its name in the oldest commit looked at so far (changes at renames)
     newest: Commit | None = None  # last commit that changed it
     added: Commit | None = None  # commit that created it (None while not found)
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One commit of a first-parent chain and the parent it is diffed against."""
+
+    commit: Commit
+    parent: Commit | None  # None: the first commit, or the end of what the repository holds
+    end: bool = False  # history goes on beyond `commit`, but the repository lacks it
+
+
+class _Ancestry:
+    """Parents as the repository has them: grafts and shallow cut points honoured, a parent
+    whose commit or tree is missing left out."""
+
+    def __init__(self, repo: Repo, tick: Tick | None) -> None:
+        self.repo = repo
+        self.parents_of = repo.parents_provider()
+        self.tick = tick or (lambda: None)
+
+    def parents(self, commit: Commit) -> list[ObjectID]:
+        self.tick()
+        return [
+            parent
+            for parent in self.parents_of.get_parents(commit.id, commit)
+            if has_object(self.repo, parent)
+        ]
+
+    def first_parent(self, commit: Commit) -> _Step:
+        self.tick()
+        parents = self.parents_of.get_parents(commit.id, commit)
+        parent = self._readable(parents[0]) if parents else None
+        if parent is None:
+            return _Step(commit, None, end=bool(commit.parents))
+        return _Step(commit, parent)
+
+    def _readable(self, sha: ObjectID) -> Commit | None:
+        """The commit, if the repository holds it and its tree."""
+        try:
+            found = self.repo[sha]
+        except KeyError:
+            return None
+        if not isinstance(found, Commit) or not has_object(self.repo, found.tree):
+            return None
+        return found
+
+    def reachable(self, new: Commit, old: Commit | None = None) -> set[ObjectID]:
+        """Commits reachable from `new` (and not from `old`)."""
+        excluded = [old.id] if old is not None else None
+        store = self.repo.object_store
+        walker = Walker(store, [new.id], exclude=excluded, get_parents=self.parents)
+        return {entry.commit.id for entry in walker}
 
 
 def page_dates(
@@ -47,6 +128,7 @@ def page_dates(
     paths: set[str],
     known: Mapping[str, PageDates],
     renames: dict[str, str],
+    tick: Tick | None = None,
 ) -> dict[str, PageDates]:
     """Created/modified dates at new_commit for each of `paths` that exists there.
 
@@ -56,10 +138,12 @@ def page_dates(
     old_commit are walked; `known` (dates as of old_commit) fills in the rest, and
     `renames` (new path -> old path, from diff_commits) carries `created` across renames
     the walk did not see as such. The whole history is walked when old_commit is None or
-    gone, and for paths `known` cannot answer (e.g. newly included by the globs).
+    gone, and for paths `known` cannot answer (e.g. newly included by the globs). `tick`
+    is called at each commit walked.
     """
     new = require_commit(repo, new_commit)
     reader = TreeReader(repo)
+    ancestry = _Ancestry(repo, tick)
     traces = [
         _Trace(path, to_bytes(path))
         for path in sorted(paths)
@@ -67,12 +151,11 @@ def page_dates(
     ]
     old = find_commit(repo, old_commit) if old_commit else None
     if old is None:
-        _trace_history(repo, reader, _first_parents(repo, new, None), traces)
+        _trace_history(repo, reader, _first_parents(ancestry, new, None), traces)
         return {t.path: _dates_of(t) for t in traces}
 
-    since = {entry.commit.id for entry in repo.get_walker(include=[new.id], exclude=[old.id])}
-    chain = list(_first_parents(repo, new, since))
-    boundary = chain[-1][1] if chain else new
+    chain = list(_first_parents(ancestry, new, ancestry.reachable(new, old)))
+    boundary = chain[-1].parent if chain else new
     _trace_history(repo, reader, chain, traces)
 
     # After a fast-forward every known date is still true; after a force-push only those
@@ -80,7 +163,7 @@ def page_dates(
     if boundary is not None and boundary.id == old.id:
         valid = known
     else:
-        history = {entry.commit.id for entry in repo.get_walker(include=[new.id])}
+        history = ancestry.reachable(new)
         valid = {p: d for p, d in known.items() if d.commit.encode("ascii") in history}
 
     result: dict[str, PageDates] = {}
@@ -92,7 +175,7 @@ def page_dates(
         else:
             result[trace.path] = dates
     if unresolved and boundary is not None:
-        _trace_history(repo, reader, _first_parents(repo, boundary, None), unresolved)
+        _trace_history(repo, reader, _first_parents(ancestry, boundary, None), unresolved)
     result.update((t.path, _dates_of(t)) for t in unresolved if t.added is not None)
     return dict(sorted(result.items()))
 
@@ -107,7 +190,7 @@ def _iso(commit: Commit) -> str:
 
 def _dates_of(trace: _Trace) -> PageDates:
     assert trace.newest is not None and trace.added is not None
-    return PageDates(_iso(trace.added), _iso(trace.newest), trace.newest.id.decode())
+    return PageDates(_iso(trace.added), _iso(trace.newest), trace.newest.id.decode(), trace.note)
 
 
 def _dates_with_known(
@@ -119,30 +202,30 @@ def _dates_with_known(
     renamed_from = known.get(renames.get(trace.path, ""))
     before = renamed_from or (None if trace.added else known.get(to_str(trace.name)))
     if before is not None:
-        created = before.created
+        created, note = before.created, before.note
     elif trace.added is not None:
-        created = _iso(trace.added)
+        created, note = _iso(trace.added), trace.note
     else:
         return None
-    return PageDates(created, _iso(trace.newest), trace.newest.id.decode())
+    return PageDates(created, _iso(trace.newest), trace.newest.id.decode(), note)
 
 
 def _first_parents(
-    repo: Repo, start: Commit, within: set[ObjectID] | None
-) -> Iterator[tuple[Commit, Commit | None]]:
-    """(commit, first parent) from start backwards, while the commit is `within`."""
+    ancestry: _Ancestry, start: Commit, within: set[ObjectID] | None
+) -> Iterator[_Step]:
+    """Each commit with its first parent, from start backwards, while the commit is
+    `within`; the chain ends at the first commit or where the repository's history does."""
     commit: Commit | None = start
     while commit is not None and (within is None or commit.id in within):
-        parent = repo[commit.parents[0]] if commit.parents else None
-        assert parent is None or isinstance(parent, Commit)
-        yield commit, parent
-        commit = parent
+        step = ancestry.first_parent(commit)
+        yield step
+        commit = step.parent
 
 
 def _trace_history(
     repo: Repo,
     reader: TreeReader,
-    commits: Iterable[tuple[Commit, Commit | None]],
+    steps: Iterable[_Step],
     traces: list[_Trace],
 ) -> None:
     """Fill in newest/added of traces from commits, newest first; stops once all are added."""
@@ -150,9 +233,10 @@ def _trace_history(
     dirs: dict[bytes, int] = defaultdict(int)
     for name in pending:
         _count_dirs(dirs, name, 1)
-    for commit, parent in commits:
+    for step in steps:
         if not pending:
             return
+        commit, parent = step.commit, step.parent
         parent_tree = parent.tree if parent is not None else None
         added: dict[bytes, Entry] = {}
         for path, old, new in reader.diff(parent_tree, commit.tree, dirs.__contains__):
@@ -164,13 +248,17 @@ def _trace_history(
             if old is None and new is not None:
                 added[path] = new
         if added:
-            origins = _rename_origins(repo, reader, parent_tree, commit.tree, added)
+            origins, unchecked = _rename_origins(repo, reader, parent_tree, commit.tree, added)
             for name in added:
                 trace = pending.pop(name)
                 _count_dirs(dirs, name, -1)
                 origin = origins.get(name)
                 if origin is None:
                     trace.added = commit
+                    if step.end:
+                        trace.note = HISTORY_ENDS
+                    elif name in unchecked:
+                        trace.note = trace.note or RENAME_UNCHECKED
                 else:
                     trace.name = origin
                     pending[origin] = trace
@@ -194,8 +282,9 @@ def _rename_origins(
     parent_tree: bytes | None,
     tree: bytes,
     added: dict[bytes, Entry],
-) -> dict[bytes, bytes]:
-    """Which of the `added` paths this commit renamed, and from where.
+) -> tuple[dict[bytes, bytes], set[bytes]]:
+    """Which of the `added` paths this commit renamed, and from where; and the adds whose
+    content could not be compared (a file's content is missing).
 
     Exact renames (same blob) first, then content renames scored like dulwich's
     RenameDetector but only between the traced adds and the deletes: running the detector
@@ -203,14 +292,14 @@ def _rename_origins(
     markedly slower.
     """
     if parent_tree is None:
-        return {}
+        return {}, set()
     deleted = {
         path: old
         for path, old, new in reader.diff(parent_tree, tree)
         if new is None and old is not None  # diff yields no change without either side
     }
     if not deleted:
-        return {}
+        return {}, set()
     by_blob: dict[Entry, deque[bytes]] = defaultdict(deque)
     for path, (mode, sha) in sorted(deleted.items()):
         by_blob[(stat.S_IFMT(mode), sha)].append(path)
@@ -221,40 +310,52 @@ def _rename_origins(
             origins[path] = candidates.popleft()
     unmatched = {path: added[path] for path in added if path not in origins}
     left = {path: deleted[path] for path in deleted if path not in set(origins.values())}
-    origins.update(_content_renames(repo, unmatched, left))
-    return origins
+    renamed, unchecked = _content_renames(repo, unmatched, left)
+    origins.update(renamed)
+    return origins, unchecked
 
 
 _MAX_RENAME_PAIRS = 100_000
+_Profile = tuple[int, Counter[bytes]] | None  # size and blocks; None: the content is missing
 
 
 def _content_renames(
     repo: Repo, added: dict[bytes, Entry], deleted: dict[bytes, Entry]
-) -> dict[bytes, bytes]:
+) -> tuple[dict[bytes, bytes], set[bytes]]:
     if not added or not deleted or len(added) * len(deleted) > _MAX_RENAME_PAIRS:
-        return {}
-    profiles: dict[bytes, tuple[int, Counter[bytes]]] = {}
+        return {}, set()
+    profiles: dict[bytes, _Profile] = {}
 
-    def profile(sha: bytes) -> tuple[int, Counter[bytes]]:
+    def profile(sha: bytes) -> _Profile:
         if sha not in profiles:
-            data = read_blob(repo, sha)
-            profiles[sha] = (len(data), _blocks(data))
+            try:
+                data = read_blob(repo, sha)
+            except MissingObject:
+                profiles[sha] = None
+            else:
+                profiles[sha] = (len(data), _blocks(data))
         return profiles[sha]
 
     scored: list[tuple[int, bytes, bytes]] = []
+    unchecked: set[bytes] = set()
     for new_path, (new_mode, new_sha) in sorted(added.items()):
         for old_path, (old_mode, old_sha) in sorted(deleted.items()):
-            if stat.S_IFMT(new_mode) == stat.S_IFMT(old_mode):
-                score = _similarity(profile(old_sha), profile(new_sha))
-                if score > RENAME_THRESHOLD:
-                    scored.append((-score, new_path, old_path))
+            if stat.S_IFMT(new_mode) != stat.S_IFMT(old_mode):
+                continue
+            old_profile, new_profile = profile(old_sha), profile(new_sha)
+            if old_profile is None or new_profile is None:
+                unchecked.add(new_path)
+                continue
+            score = _similarity(old_profile, new_profile)
+            if score > RENAME_THRESHOLD:
+                scored.append((-score, new_path, old_path))
     origins: dict[bytes, bytes] = {}
     taken: set[bytes] = set()
     for _, new_path, old_path in sorted(scored):
         if new_path not in origins and old_path not in taken:
             origins[new_path] = old_path
             taken.add(old_path)
-    return origins
+    return origins, unchecked - set(origins)
 
 
 def _blocks(data: bytes) -> Counter[bytes]:

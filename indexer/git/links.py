@@ -18,7 +18,7 @@ from docdex.index_format.records import FileProblem
 
 from . import symlinks
 from .diffs import FileEntry, list_in_globs
-from .repo import read_blob, root_tree
+from .repo import MissingObject, read_blob, root_tree
 from .trees import TreeReader
 
 LinkTarget = bytes | FileProblem  # the blob a symlink leads to, or why it is not followed
@@ -54,10 +54,13 @@ def retargeted_links(
 
 
 def _follow_symlink(repo: Repo, reader: TreeReader, root: bytes, link: FileEntry) -> LinkTarget:
-    target = read_blob(repo, link.blob.encode("ascii"))
-    resolved = symlinks.resolve(
-        root, link.path, target, functools.partial(_tree_entry, repo, reader)
-    )
+    try:
+        target = read_blob(repo, link.blob.encode("ascii"))
+        resolved = symlinks.resolve(
+            root, link.path, target, functools.partial(_tree_entry, repo, reader)
+        )
+    except MissingObject as exc:  # a partial clone: the link, or a tree on its way
+        return FileProblem(link.path, f"symlink not followed: {exc}")
     if resolved.file is None:
         return FileProblem(link.path, f"{resolved.problem}: {target.decode('utf-8', 'replace')}")
     return resolved.file

@@ -1,7 +1,9 @@
 """Opening a repository and looking things up in it: the branch to index, commits, trees and
 blobs by hex id, and the conversions every other module of the package shares (paths between
 bytes and str, which tree entry modes count as files). Failures a user can fix (not a
-repository, a bad branch name, a missing commit) are raised as SourceError.
+repository, a bad branch name, a missing commit) are raised as SourceError; an object the
+repository lacks (a shallow or partial clone, a damaged mirror) as MissingObject, which
+callers that can do without it (a page's content, a step of history) catch.
 """
 
 from __future__ import annotations
@@ -14,11 +16,24 @@ from pathlib import Path
 
 from dulwich.errors import NotGitRepository
 from dulwich.object_store import peel_sha
-from dulwich.objects import Blob, Commit, ObjectID, Tree
+from dulwich.objects import S_ISGITLINK, Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref, check_ref_format
 from dulwich.repo import Repo
 
 from docdex.index_format.config import SourceError
+
+
+class MissingObject(SourceError):
+    """An object the repository should hold is not in its object store."""
+
+    def __init__(self, repo: Repo, sha: bytes, kind: str) -> None:
+        self.sha = sha.decode("ascii", "replace")
+        self.kind = kind
+        super().__init__(
+            f"{kind} {self.sha} is missing from {repo.path} (a shallow, partial or damaged "
+            "clone): fetch the missing objects (`git fetch --refetch`) or index a full clone"
+        )
+
 
 # --- repositories ------------------------------------------------------------------------
 
@@ -141,10 +156,27 @@ def root_tree(repo: Repo, commit_or_tree: str) -> ObjectID:
 
 
 def read_blob(repo: Repo, sha: bytes) -> bytes:
-    type_num, data = repo.object_store.get_raw(ObjectID(sha))
+    type_num, data = read_raw(repo, sha, "blob")
     if type_num != Blob.type_num:
         raise SourceError(f"object {sha.decode()} is not a blob")
     return data
+
+
+def read_raw(repo: Repo, sha: bytes, kind: str) -> tuple[int, bytes]:
+    """(type number, raw content) of an object; MissingObject when the store lacks it."""
+    try:
+        return repo.object_store.get_raw(ObjectID(sha))
+    except KeyError:
+        raise MissingObject(repo, sha, kind) from None
+
+
+def has_object(repo: Repo, sha: bytes) -> bool:
+    return ObjectID(sha) in repo.object_store
+
+
+def is_empty(repo: Repo) -> bool:
+    """Nothing pushed yet: no branch and no tag."""
+    return not any(True for _ in repo.refs.keys(Ref(b"refs")))
 
 
 # --- paths and modes ------------------------------------------------------------------------
@@ -160,3 +192,8 @@ def to_bytes(path: str) -> bytes:
 
 def is_file(mode: int) -> bool:
     return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
+
+
+def is_gitlink(mode: int) -> bool:
+    """A submodule's entry: a commit of another repository, no file of this one."""
+    return S_ISGITLINK(mode)

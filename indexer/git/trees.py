@@ -1,7 +1,8 @@
 """Tree entries read straight from raw tree objects, without dulwich's Tree objects: what
 the file lists, the symlink lists, the history walk and symlink resolution all read. Entries
 are (mode, sha) pairs keyed by name, parsed once per tree and cached, and a whole subtree
-is skipped wherever nothing in it can matter.
+is skipped wherever nothing in it can matter. A tree the object store lacks raises
+MissingObject.
 """
 
 from __future__ import annotations
@@ -9,12 +10,12 @@ from __future__ import annotations
 import stat
 from collections.abc import Callable, Iterator
 
-from dulwich.objects import ObjectID, Tree, parse_tree
+from dulwich.objects import Tree, parse_tree
 from dulwich.repo import Repo
 
 from docdex.index_format.config import SourceError
 
-from .repo import is_file
+from .repo import is_file, is_gitlink, read_raw
 
 # (mode, sha) of one tree entry, as parse_tree gives them.
 Entry = tuple[int, bytes]
@@ -35,7 +36,7 @@ class TreeReader:
     """
 
     def __init__(self, repo: Repo) -> None:
-        self._store = repo.object_store
+        self._repo = repo
         self._sha_len = repo.object_format.oid_length
         self._current: dict[bytes, dict[bytes, Entry]] = {}
         self._previous: dict[bytes, dict[bytes, Entry]] = {}
@@ -45,7 +46,7 @@ class TreeReader:
         if found is None:
             found = self._previous.get(tree_sha)
         if found is None:
-            type_num, raw = self._store.get_raw(ObjectID(tree_sha))
+            type_num, raw = read_raw(self._repo, tree_sha, "tree")
             if type_num != Tree.type_num:
                 raise SourceError(f"object {tree_sha.decode()} is not a tree")
             found = {name: (mode, sha) for name, mode, sha in parse_tree(raw, self._sha_len)}
@@ -56,14 +57,15 @@ class TreeReader:
         self._previous, self._current = self._current, {}
 
     def files(self, tree_sha: bytes) -> Iterator[tuple[bytes, Entry]]:
-        """Every regular file and symlink under the tree (gitlinks and trees skipped)."""
+        """Every regular file, symlink and gitlink (a submodule, which a source reports
+        rather than reads) under the tree."""
         todo = [(b"", tree_sha)]
         while todo:
             prefix, sha = todo.pop()
             for name, (mode, child) in self.entries(sha).items():
                 if stat.S_ISDIR(mode):
                     todo.append((prefix + name + b"/", child))
-                elif is_file(mode):
+                elif is_file(mode) or is_gitlink(mode):
                     yield prefix + name, (mode, child)
 
     def symlinks(self, tree_sha: bytes) -> Iterator[tuple[bytes, Entry]]:
@@ -72,7 +74,7 @@ class TreeReader:
         todo = [(b"", tree_sha)]
         while todo:
             prefix, sha = todo.pop()
-            _type, raw = self._store.get_raw(ObjectID(sha))
+            _type, raw = read_raw(self._repo, sha, "tree")
             if _DIR_MODE not in raw and _SYMLINK_MODE not in raw:
                 continue
             for name, (mode, child) in self.entries(sha).items():

@@ -85,7 +85,7 @@ class KnownDates(Mapping[str, PageDates]):
         page = self._pages[path]
         if not page.commit:
             raise KeyError(path)
-        return PageDates(created=page.created, modified=page.modified, commit=page.commit)
+        return PageDates(page.created, page.modified, page.commit, page.dates_note)
 
     def __iter__(self) -> Iterator[str]:
         return (path for path, page in self._pages.items() if page.commit)
@@ -99,7 +99,8 @@ def renames(changes: list[Change]) -> dict[str, str]:
 
 
 def base_commit(state: SourceState | None) -> str | None:
-    """The commit a state's pages were read from (its HEAD for a working-tree state)."""
+    """The commit a state's pages were read from (its HEAD for a working-tree state); None
+    when it has none (a state before its first run, or whose branch was deleted)."""
     if state is None or not state.commit:
         return None
     return state.commit.removesuffix(WORKTREE_SUFFIX) or None

@@ -5,7 +5,7 @@ it resolves to changed."""
 from __future__ import annotations
 
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from dulwich.repo import Repo
 
@@ -45,10 +45,12 @@ def commit_changes(
     base: SourceState | None,
     old_pages: Mapping[str, PageInfo],
     dates_from: DatedPages | None = None,
+    tick: Callable[[], None] | None = None,
 ) -> Found | None:
     """Changes from the base state to `head`; None when the base is `head` already. Without
-    a base every file is read, and the pages' dates come from `dates_from` where they can."""
-    old = base.commit if base else None
+    a base (or one that records no commit) every file is read, and the pages' dates come
+    from `dates_from` where they can. `tick` is called at each commit the dates walk."""
+    old = base.commit if base and base.commit else None
     if old == head:
         return None
     if old is None:
@@ -70,7 +72,7 @@ def commit_changes(
     if base is None and dates_from is not None:
         known = dates_from
     dates = page_dates(
-        repo, head, known.commit or None, wanted, KnownDates(known.pages), renames(changes)
+        repo, head, known.commit or None, wanted, KnownDates(known.pages), renames(changes), tick
     )
     return Found(
         branch=branch,

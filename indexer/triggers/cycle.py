@@ -7,12 +7,17 @@ one JSON object; exit status 0 means a report was printed, EXIT_INVALID that the
 cannot succeed as asked (unknown source, bad configuration), anything else a failure worth
 retrying. An entry point: it reads its environment (index-format/environment.py) itself;
 the worker passes its log settings as flags.
+
+Each source may take `source_timeout_s`, by default half of `cycle_timeout_s`
+(SOURCE_SHARE): one past it fails on its own and keeps its last good pages, and the rest is
+left for the other sources to be published before the worker's limit kills the cycle.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import sys
 from collections.abc import Mapping
@@ -21,7 +26,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from docdex.errors import DocdexError
-from docdex.index_format.config import load_config
+from docdex.index_format.config import Settings, load_config
 from docdex.index_format.environment import read_environment
 from docdex.index_format.layout import DataDir
 from docdex.model.files import use_cache
@@ -31,6 +36,14 @@ if TYPE_CHECKING:
     from docdex.indexer.build.report import RunReport
 
 EXIT_FAILED, EXIT_INVALID = 1, 3
+SOURCE_SHARE = 0.5  # of cycle_timeout_s, for each source
+
+log = logging.getLogger("docdex.worker")
+
+
+def source_timeout_s(settings: Settings) -> float:
+    """What one source may take in a cycle: its setting, else a share of the cycle's."""
+    return settings.source_timeout_s or settings.cycle_timeout_s * SOURCE_SHARE
 
 
 def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
@@ -51,6 +64,14 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
         return EXIT_INVALID
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug: its traceback in the log, one sentence for /health
+        log.debug("the indexing cycle failed", exc_info=True)
+        print(
+            f"docdex cycle: the run stopped on an unexpected error ({type(exc).__name__}: "
+            f"{exc}); the last version keeps serving (`--log-level DEBUG` logs where)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     sys.stdout.buffer.write(msgspec.json.encode(report) + b"\n")
     sys.stdout.flush()
     return 0
@@ -65,7 +86,14 @@ def _index(args: argparse.Namespace, environ: Mapping[str, str]) -> RunReport:
 
     data = DataDir(args.data)
     data.check()
-    return index_sources(data, load_config(data), args.source or None, full=args.full)
+    config = load_config(data)
+    return index_sources(
+        data,
+        config,
+        args.source or None,
+        full=args.full,
+        source_timeout_s=source_timeout_s(config.settings),
+    )
 
 
 def _parser() -> argparse.ArgumentParser:

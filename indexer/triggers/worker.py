@@ -210,7 +210,8 @@ def _result(code: int, out: bytes, tail: list[str], duration: float) -> CycleRes
     if code == EXIT_INVALID:
         return CycleResult("invalid", duration, error=last.removeprefix("docdex cycle: "))
     how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
-    return CycleResult("failed", duration, error=f"the indexing cycle {how}: {last}".rstrip(": "))
+    said = last.removeprefix("docdex cycle: ")
+    return CycleResult("failed", duration, error=f"the indexing cycle {how}: {said}".rstrip(": "))
 
 
 # --- the worker ----------------------------------------------------------------------------

@@ -250,7 +250,8 @@ class Docs:
         """The search page's view of a page (SOURCE:PATH): its markdown rendered."""
         check_doc_id(doc_id)
         with self.holder.acquire() as engine:
-            view = page_view(engine, _page(engine, doc_id))
+            served = _page(engine, doc_id)
+            view = page_view(engine, served, site_dir=self.links.of(served.source).site_dir)
         page = self.links.summary(view.page)
         return msgspec.structs.replace(view, page=page, permalink=page.url)
 

@@ -23,8 +23,8 @@ from .shapes import Document, PageSummary, Section, SourceInfo
 
 CHUNK_ID = re.compile(r"#chunk(\d+)$")
 TEXT_KIND = (
-    "reassembled from the indexed chunks, line-aligned with the file (lines outside every "
-    "chunk, such as front matter, are blank)"
+    "the file's text, rebuilt from the indexed chunks and front matter, line for line (empty "
+    "lines at its end left out)"
 )
 DESCRIPTION_CHARS = 500
 MAX_TAGS = 20
@@ -46,11 +46,12 @@ def page_summary(page: ServedPage, ref: str = "") -> PageSummary:
         modified=page.modified,
         commit=page.commit,
         chunks=len(page.chunks),
+        dates_note=page.dates_note,
     )
 
 
 def page_text(engine: Engine, page: ServedPage) -> str:
-    return reassemble(engine.page_chunks(page))
+    return reassemble(engine.page_chunks(page), page.front_matter)
 
 
 class Paging(msgspec.Struct, frozen=True):
@@ -79,7 +80,7 @@ def page_document(engine: Engine, page: ServedPage, paging: Paging) -> Document:
     `max_chars` (the text keeps at least half), and sections past it are left out."""
     chunks = engine.page_chunks(page)
     summary = page_summary(page, engine.ref_of(page.source))
-    lines = Lines(reassemble(chunks))
+    lines = Lines(reassemble(chunks, page.front_matter))
 
     def window(budget: int) -> tuple[Document, list[Section]]:
         document = _window(
@@ -204,5 +205,7 @@ def source_info(state: SourceState, description: str, fresh: Freshness) -> Sourc
         chunks=state.chunks,
         indexed_at=state.indexed_at,
         last_error=clip(state.last_error, ERROR_CHARS),
+        failed=bool(state.last_error),
+        failed_since=state.failed_since,
         problems=len(state.problems),
     )

@@ -37,12 +37,23 @@ class PageView(msgspec.Struct):
     permalink: str = ""
 
 
-def page_view(engine: Engine, page: ServedPage, limit: int = VIEW_CHARS) -> PageView:
+def front_matter_lines(page: ServedPage) -> int:
+    """How many lines at the top of the page are its front matter (0: none)."""
+    return page.front_matter.count("\n") + 1 if page.front_matter else 0
+
+
+def page_view(
+    engine: Engine, page: ServedPage, limit: int = VIEW_CHARS, site_dir: str = ""
+) -> PageView:
+    """The page rendered; links to the site's addresses (its `site_dir`, else the usual
+    docs folders) lead to the pages docdex holds."""
     from .render import Where, render_markdown  # markdown-it: 30 ms a start does not need
+    from .sitelinks import SiteMap
 
     chunks = engine.page_chunks(page)
-    lines = Lines(reassemble(chunks))
+    lines = Lines(reassemble(chunks, page.front_matter))
     window = lines.window(0, len(lines.text), limit)
+    where = Where(page.source, page.path, SiteMap(page.source, engine.pages.keys(), site_dir))
     cut = window.next_offset is not None
     note = ""
     if cut:
@@ -54,7 +65,7 @@ def page_view(engine: Engine, page: ServedPage, limit: int = VIEW_CHARS) -> Page
     return PageView(
         page=page_summary(page, engine.ref_of(page.source)),
         size=page.size,
-        html=render_markdown(window.text, Where(page.source, page.path)),
+        html=render_markdown(window.text, where, front_matter_lines(page)),
         first_line=window.start_line,
         last_line=window.end_line,
         lines=lines.last_line,

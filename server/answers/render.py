@@ -5,9 +5,14 @@ Documentation is untrusted. Raw HTML is off, so markdown-it escapes it as text. 
 target passes an allowlist (`link_target`): http(s) and mailto stay links; a relative link to
 a markdown file becomes a link to that page's view; `#anchor` points at the heading's id;
 anything else (javascript:, vbscript:, data:, file:, protocol-relative, other relative files)
-is rendered as its text. Images are never fetched: an http(s) image becomes a link to it, any
-other the words "image: ALT". No `style` attribute is written (table alignment becomes a
-class), so the Content-Security-Policy's `style-src 'self'` refuses nothing here.
+is rendered as its text. A link written as the docs site's address (`/guide/install`,
+`../install/`) becomes a link to the page the index holds at that address (sitelinks.py),
+and stays text when it holds none. Images are never fetched: an http(s) image becomes a link
+to it, any other the words "image: ALT". No `style` attribute is written (table alignment
+becomes a class), so the Content-Security-Policy's `style-src 'self'` refuses nothing here.
+
+What docs generators add to markdown (callouts, components, heading ids, template tags,
+directives) is rendered as what it stands for by dialects.py.
 
 Each top-level block is wrapped in `<div class="blk" id="L12" data-first="12" data-last="18">`
 with the file lines it came from (the page text is line-aligned with the file): the page
@@ -28,8 +33,13 @@ from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 from markdown_it.token import Token
 
+from docdex.index_format.deep_blocks import DeepBlocksAsCode
+
+from .dialects import add_rules, view_source
+from .permalinks import SITE_EXTENSIONS
+from .sitelinks import SiteMap
+
 SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
-MARKDOWN_SUFFIXES = (".md", ".mdx", ".markdown")
 ID_PREFIX = "doc-"  # heading ids never collide with the page's own element ids
 _SCHEME = re.compile(r"^([a-z][a-z0-9+.\-]*):", re.IGNORECASE)
 _IGNORED = re.compile(r"[\x00-\x20\x7f]")  # browsers drop these inside a URL's scheme
@@ -39,10 +49,13 @@ _ALIGN = re.compile(r"text-align:(left|right|center)")
 
 @dataclass(frozen=True)
 class Where:
-    """The page being rendered: relative links resolve against its path."""
+    """The page being rendered: relative links resolve against its path, and against the
+    pages of `site` when there is one (without it, a link to any markdown file inside the
+    repository is kept)."""
 
     source: str
     path: str
+    site: SiteMap | None = None
 
 
 def link_target(url: str, where: Where) -> str | None:
@@ -56,13 +69,23 @@ def link_target(url: str, where: Where) -> str | None:
     if not url or url.startswith(("//", "\\")):
         return None  # another origin without a scheme, or nothing
     path, _, fragment = url.partition("#")
-    path = unquote(path.partition("?")[0])
-    base = "" if path.startswith("/") else posixpath.dirname(where.path)
-    target = posixpath.normpath(posixpath.join(base, path.lstrip("/")))
-    if target.startswith("..") or not target.lower().endswith(MARKDOWN_SUFFIXES):
+    target = _page_at(unquote(path.partition("?")[0]), where)
+    if target is None:
         return None
     href = "/?" + urlencode({"doc": f"{where.source}:{target}"})
     return href + ("#" + anchor_id(fragment) if fragment else "")
+
+
+def _page_at(path: str, where: Where) -> str | None:
+    """The page a link's path leads to: one the site holds, or without a site to ask, any
+    markdown file inside the repository."""
+    if where.site is not None:
+        return where.site.page(path, where.path) if path else None
+    base = "" if path.startswith("/") else posixpath.dirname(where.path)
+    target = posixpath.normpath(posixpath.join(base, path.lstrip("/")))
+    if target.startswith("..") or not target.lower().endswith(SITE_EXTENSIONS):
+        return None
+    return target
 
 
 def anchor_id(text: str) -> str:
@@ -71,22 +94,40 @@ def anchor_id(text: str) -> str:
     return ID_PREFIX + (slug or "section")
 
 
-def render_markdown(text: str, where: Where) -> str:
-    """`text` as HTML, top-level blocks wrapped with their line numbers."""
-    md = _markdown()
+def render_markdown(text: str, where: Where, front_matter_lines: int = 0) -> str:
+    """`text` (a page from its first line) as HTML, top-level blocks wrapped with their line
+    numbers; its first `front_matter_lines` lines, the front matter, shown as written."""
+    lines = text.split("\n")
+    held = min(front_matter_lines, len(lines))
+    head = _front_matter_block(lines[:held]) if held else ""
+    source = view_source("\n".join([""] * held + lines[held:]), where.path)
+    md = _markdown(source.mdx)
     env: dict[str, Any] = {"where": where, "ids": {}}
-    tokens = md.parse(text, env)
+    tokens = md.parse(source.text, env)
     _check_links(tokens, where)
-    _name_headings(tokens, env["ids"])
-    return "".join(_block(md, group, env) for group in _top_level(tokens))
+    _name_headings(tokens, env["ids"], source.heading_ids)
+    return head + "".join(_block(md, group, env) for group in _top_level(tokens))
+
+
+def _front_matter_block(lines: list[str]) -> str:
+    text = escapeHtml("\n".join(lines))
+    return (
+        f'<div class="blk" id="L1" data-first="1" data-last="{len(lines)}">'
+        f"<pre><code>{text}</code></pre></div>\n"
+    )
 
 
 @cache
-def _markdown() -> MarkdownIt:
+def _markdown(mdx: bool = False) -> MarkdownIt:
+    """The view's parser; MDX has no indented code (its components' children are indented)."""
     md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    if mdx:
+        md.disable("code")
+    add_rules(md)
     md.validateLink = _parses_as_link  # type: ignore[method-assign]  # markdown-it's documented hook
     md.add_render_rule("image", _image)
     md.add_render_rule("heading_close", _heading_close)
+    md.block = DeepBlocksAsCode(md)
     return md
 
 
@@ -128,12 +169,14 @@ def _check_links(tokens: Sequence[Token], where: Where) -> None:
             token.tag = "span"
 
 
-def _name_headings(tokens: Sequence[Token], ids: dict[str, int]) -> None:
+def _name_headings(tokens: Sequence[Token], ids: dict[str, int], given: dict[int, str]) -> None:
+    """Each heading's id: the one written on it (`{#install}`), else its text's slug."""
     for heading, inline in zip(tokens, tokens[1:], strict=False):
         if heading.type != "heading_open":
             continue
         words = "".join(c.content for c in inline.children or [] if c.type in _TEXT_TOKENS)
-        base = anchor_id(words)
+        written = given.get(heading.map[0], "") if heading.map else ""
+        base = anchor_id(written or words)
         seen = ids.get(base, 0)
         ids[base] = seen + 1
         heading.attrSet("id", base if not seen else f"{base}-{seen}")

@@ -23,6 +23,7 @@ class PageSummary(msgspec.Struct):
     ref: str = ""  # the branch or tag the page was indexed from
     url: str = ""  # the file at `commit` on the source's forge (permalinks.py; "" = none)
     page_url: str = ""  # the page on the published docs site ("" = no site_url)
+    dates_note: str = ""  # why `created`/`modified` may be off ("" = exact: full history)
 
 
 class PageList(msgspec.Struct):
@@ -94,7 +95,9 @@ class SourceInfo(msgspec.Struct):
     files: int = 0
     chunks: int = 0
     indexed_at: str = ""
-    last_error: str = ""
+    last_error: str = ""  # why its last run failed ("" = it did not)
+    failed: bool = False  # its last run failed: what it serves is from `commit`, if any
+    failed_since: str = ""  # when its runs began to fail
     problems: int = 0  # files the last run could not index (`docdex inspect source`)
     ref: str = ""  # the branch or tag this entry indexes (entries "source@ref": other refs)
     ref_kind: str = ""  # "branch" | "tag"

@@ -280,6 +280,14 @@ class Engine:
             dense_top(self._version, qvec, ctx.scope, self._settings)
         return StageTimes(embed.took, bm25.took, dense.took)
 
+    def time_bm25(self, query: str, scope: Scope | None = None) -> tuple[float, float]:
+        """Wall and CPU seconds of the query's BM25 search alone, with no embedding beside
+        it (a bench timing BM25 over many queries, as the stages' breakdown cannot)."""
+        ctx = self._context(query, scope or Scope())
+        with _Timer() as bm25:
+            bm25_top(ctx)
+        return bm25.took
+
     def _context(self, query: str, scope: Scope, num_results: int = 1) -> QueryContext:
         """The query, checked and analysed as the version analysed its documents."""
         if not isinstance(query, str) or not query.strip():

@@ -111,3 +111,16 @@ def test_the_server_imports_no_model_runtime_until_it_loads_the_model() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_cli_parses_its_arguments_without_the_heavy_imports() -> None:
+    """Every `docdex` command, the worker a push starts included, parses its arguments
+    before it imports what its work needs: numpy, the index's store, the model, the server."""
+    code = (
+        "import sys, docdex.cli; heavy = ('numpy', 'tantivy', 'hnswlib', 'dulwich', "
+        "'onnxruntime', 'tokenizers', 'mcp', 'starlette', 'docdex.index_format.store'); "
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

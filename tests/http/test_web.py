@@ -102,6 +102,25 @@ docdex serve --port 8085
 The deploy checklist keeps the signing key rotation in a cron job.
 """
 
+CALLOUTS = """# Callouts
+
+!!! warning "Rotate the key"
+    The signing key expires after ninety days.
+
+::: details Why ninety days?
+Auditors ask for it.
+:::
+
+> [!TIP]
+> Keep the old key for a day.
+
+<Note>
+
+Components show their children.
+
+</Note>
+"""
+
 
 @dataclass
 class Site:
@@ -135,7 +154,9 @@ def index_all(data: DataDir, embedder) -> None:
 def site(tmp_path_factory, embedder) -> Iterator[Site]:
     root = tmp_path_factory.mktemp("web")
     docs = build_workspace(root / "docs")
-    notes = pushed_workspace(root / "notes", {"xss.md": XSS, "ops/deploy.md": DEPLOY})
+    notes = pushed_workspace(
+        root / "notes", {"xss.md": XSS, "ops/deploy.md": DEPLOY, "ops/callouts.md": CALLOUTS}
+    )
     data = DataDir(root / "data")
     data.ensure()
     sources = [SourceConfig(name="docs", location=str(docs.bare))]
@@ -442,6 +463,39 @@ def test_a_page_renders_tables_code_anchors_and_links(site, tab):
     assert -2 < tab.page.evaluate(top) < 50  # scrolled to the anchor
 
 
+def test_a_page_renders_callouts_styled_and_details_that_fold(site, tab):
+    page = tab.page
+    page.goto(site.url("/?doc=notes%3Aops%2Fcallouts.md"))
+    page.wait_for_selector("#page-body .callout")
+    body = "#page-body"
+    titles = page.eval_on_selector_all(
+        f"{body} .callout-title", "ts => ts.map(t => [t.parentElement.className, t.textContent])"
+    )
+    assert titles == [
+        ["callout callout-warning", "Rotate the key"],
+        ["callout callout-note", "Why ninety days?"],
+        ["callout callout-tip", "Tip"],
+        ["callout callout-note", "Note"],
+    ]
+    last = page.eval_on_selector_all(f"{body} .callout", "cs => cs.at(-1).textContent")
+    assert "Components show their children." in last
+    edge = f"getComputedStyle(document.querySelector('{body} .callout-warning')).borderLeftColor"
+    assert page.evaluate(edge) == "rgb(154, 103, 0)"  # the stylesheet's, under the CSP
+    folded = f"{body} details.callout"
+    assert not page.is_visible(f"{folded} p") and page.get_attribute(folded, "open") is None
+    page.click(f"{folded} summary")
+    page.wait_for_selector(f"{folded}[open] p")
+    assert tab.console == []  # no CSP refusal
+    shoot(page, "callouts-light")
+
+
+def test_snippets_leave_the_generators_markup_out(site, tab):
+    search(tab, site, "signing key expires ninety days", "/?source=notes")
+    hit = next(h for h in hit_fields(tab.page) if h["title"] == "Callouts")
+    assert "Rotate the key" in hit["snippet"] and "ninety days" in hit["snippet"]
+    assert not [m for m in ("!!!", ":::", "[!TIP]", "<Note>") if m in hit["snippet"]], hit
+
+
 # --- untrusted documents -------------------------------------------------------------------------
 
 
@@ -563,6 +617,7 @@ def test_axe_finds_no_violation(site, tab, scheme):
         ),
         "weak": ("/?q=zebra+migration+patterns", '#results[data-query="zebra migration patterns"]'),
         "page": ("/?doc=docs%3Afaq.md&lines=7-9&q=error+E1234", "#page-body .blk.hit"),
+        "callouts": ("/?doc=notes%3Aops%2Fcallouts.md", "#page-body .callout"),
         "status": ("/?view=status", "table.sources"),
         "connect": ("/?view=connect", "#connect-body pre"),
     }

@@ -255,14 +255,24 @@ def test_list_files(work: Work, repo: Repo) -> None:
     (work.path / "run.md").chmod(0o755)
     work.symlink("link.md", "docs/a.md")
     work.commit()
-    # A submodule entry (gitlink) that must be skipped.
-    work.git("update-index", "--add", "--cacheinfo", f"160000,{work.head()},vendored.md")
+    # Submodule entries (gitlinks): one where the globs would select pages, which the
+    # listing keeps so that its source reports it, and one where they would not.
+    work.git("update-index", "--add", "--cacheinfo", f"160000,{work.head()},vendored")
+    work.git("update-index", "--add", "--cacheinfo", f"160000,{work.head()},drafts/sub")
     work.git("commit", "-q", "-m", "gitlink")
     sha = work.head()
 
     files = list_files(repo, sha, MD, ["drafts/"])
 
-    assert sorted(files) == ["README.md", "docs/a.md", "docs/deep/b.md", "link.md", "run.md"]
+    assert sorted(files) == [
+        "README.md",
+        "docs/a.md",
+        "docs/deep/b.md",
+        "link.md",
+        "run.md",
+        "vendored",
+    ]
+    assert files["vendored"].mode == 0o160000
     assert files["docs/a.md"] == FileEntry("docs/a.md", work.blob(sha, "docs/a.md"), 0o100644)
     assert files["run.md"].mode == 0o100755
     assert files["link.md"].mode == 0o120000

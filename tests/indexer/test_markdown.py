@@ -17,6 +17,7 @@ from docdex.index_format.reassembly import reassemble
 from docdex.index_format.records import Chunk, ChunkerSettings, ParsedPage
 from docdex.indexer.chunking.markdown import parse_page
 
+from pagetext import assert_served_whole
 from paths import SHARED
 
 
@@ -30,7 +31,7 @@ def parse(text: str, path: str = "docs/page.md", **settings: int) -> ParsedPage:
 def assert_consistent(text: str, page: ParsedPage, max_chars: int) -> None:
     """Chunk text is the exact source lines, or a part of one line, and never over the bound;
     spans are ordered and never overlap, except that the parts of a line are consecutive
-    chunks that join back into it; reassembly gives every covered line back."""
+    chunks that join back into it; reassembly gives the page back."""
     lines = lf(text).split("\n")
     runs: list[list[Chunk]] = []  # a chunk, or the parts of one line
     for chunk in page.chunks:
@@ -46,10 +47,7 @@ def assert_consistent(text: str, page: ParsedPage, max_chars: int) -> None:
         first, last = run[0].start_line, run[-1].end_line
         assert len(run) == 1 or all(c.start_line == c.end_line == first for c in run)
         assert "".join(c.text for c in run) == "\n".join(lines[first - 1 : last])
-    covered = set(covered_lines(page.chunks))
-    expected = [line if n in covered else "" for n, line in enumerate(lines, 1)]
-    rebuilt = reassemble(page.chunks).split("\n")
-    assert rebuilt == expected[: len(rebuilt)]
+    assert_served_whole(text, page, max_chars)
 
 
 def lf(text: str) -> str:
@@ -172,7 +170,7 @@ def test_malformed_front_matter_never_raises_and_the_body_still_parses(front_mat
     page = parse(f"---\n{front_matter}---\n\n# Heading\n\nBody text that is long enough to keep.\n")
     body = chunk_with(page, "Body text")
     assert body.headings[-1] == "Heading"
-    assert "---" not in body.text
+    assert body.embed_text.endswith("Heading\nBody text that is long enough to keep.")
     assert isinstance(page.title, str) and all(isinstance(t, str) for t in page.tags)
 
 
@@ -330,7 +328,7 @@ def test_details_with_summary_are_sections() -> None:
         ["FAQ", "After"],
     ]
     deploy = chunk_with(page, "platform script")
-    assert (deploy.start_line, deploy.end_line) == (5, 11)
+    assert (deploy.start_line, deploy.end_line) == (1, 11)  # led by the two bare headings
     assert deploy.embed_text.startswith("How do I deploy the agent?")
     reset = chunk_with(page, "from the portal")
     assert "**" not in reset.embed_text and "Can I reset the agent?" in reset.embed_text
@@ -400,13 +398,13 @@ def test_long_prose_splits_at_paragraphs_keeping_breadcrumb_and_lines() -> None:
     long_section = [c for c in page.chunks if c.headings == ["Title", "Long section"]]
     assert len(long_section) > 5
     assert all(len(c.text) <= 400 for c in long_section)
-    assert long_section[0].text.startswith("## Long section")
+    assert long_section[0].text.startswith("# Title\n\n## Long section")  # the bare h1 too
     lines = text.split("\n")
     for before, after in zip(long_section, long_section[1:], strict=False):
         gap = lines[before.end_line : after.start_line - 1]
         assert not any(line.strip() for line in gap)  # contiguous up to blank lines
     next_heading = lines.index("## Next") + 1
-    section_lines = [n for n in non_blank_lines(text, first=3) if n < next_heading]
+    section_lines = [n for n in non_blank_lines(text) if n < next_heading]
     covered = covered_lines(long_section)
     assert {n for n in covered if lines[n - 1].strip()} == set(section_lines)
     assert [c.headings for c in page.chunks][-1] == ["Title", "Next"]
@@ -469,12 +467,14 @@ def test_short_sections_are_kept_and_never_merged() -> None:
     assert page.chunks[0].text == "## Is it free?\n\nYes."
 
 
-def test_residue_is_dropped() -> None:
+def test_residue_is_no_chunk_of_its_own_but_its_lines_are_kept() -> None:
     page = parse("[![badge](https://ci.test/b.svg)](https://ci.test)\n\n## Real\n\nContent here.\n")
     assert crumbs(page) == [["page", "Real"]]
-    strict = parse("Twenty-four alnum chars here!!\n", min_alnum=25)
-    assert strict.chunks == []
-    assert len(parse("Twenty-four alnum chars here!!\n", min_alnum=24).chunks) == 1
+    assert page.chunks[0].text.startswith("[![badge]")  # served with the section after it
+    assert page.chunks[0].embed_text == "Real\nContent here."  # and not embedded
+    line = "Twenty-four alnum chars here!!"
+    only = parse(f"{line}\n", min_alnum=25)  # nothing else could take the page's one line
+    assert [(c.text, c.embed_text) for c in only.chunks] == [(line, line)]
 
 
 def test_a_residue_piece_of_a_long_section_joins_the_previous_piece() -> None:

@@ -116,6 +116,23 @@ def test_full_rebuild_reuses_every_vector(tmp_path, ws, embedder):
     assert_consistent(data, ws)
 
 
+def test_a_source_holding_what_another_holds_copies_its_vectors(tmp_path, ws, embedder):
+    data = DataDir(tmp_path / "data")
+    mirror = tmp_path / "mirror.git"
+    git(tmp_path, "clone", "-q", "--mirror", str(ws.bare), str(mirror))
+    run(data, make_config(ws), embedder)
+    both = Config(
+        sources=[
+            SourceConfig(name="docs", location=str(ws.bare)),
+            SourceConfig(name="mirror", location=str(mirror)),
+        ]
+    )
+    report = run(data, both, embedder)
+    added = next(s for s in report.sources if s.name == "mirror")
+    assert (added.status, added.added, added.chunks_embedded) == ("indexed", 2, 0)
+    assert added.chunks_reused > 0 and report.windows_embedded == 0
+
+
 def test_bad_files_are_recorded_and_skipped(tmp_path, ws, embedder):
     data = DataDir(tmp_path / "data")
     outside = tmp_path / "secret.md"

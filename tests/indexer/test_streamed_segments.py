@@ -375,31 +375,55 @@ def test_a_crash_between_segments_keeps_the_last_good_version(tmp_path, ws, embe
     assert on_disk == kept and written[0].id not in on_disk  # the orphan is collected
 
 
-def test_a_source_failing_half_way_publishes_nothing(tmp_path, ws, embedder, monkeypatch):
+def docs_pages(data: DataDir) -> dict[str, tuple[str, str]]:
+    pages = current_pages(data).items()
+    return {doc_id: (p.blob, p.modified) for doc_id, p in pages if doc_id.startswith("docs:")}
+
+
+def test_a_source_failing_half_way_keeps_its_pages_and_the_others_publish(
+    tmp_path, ws, embedder, monkeypatch
+):
+    """A source that fails after its old pages were tombstoned and new ones streamed: the
+    run starts again without it, so it keeps its last pages and the other source publishes."""
     from docdex.indexer.git import blobs
 
+    other = pushed_workspace(tmp_path / "other", {"manual.md": "# Manual\n\nThe other docs.\n"})
     data = DataDir(tmp_path / "data")
     config = make_config(ws, segment_chunks=BOUND)
+    config = msgspec.structs.replace(
+        config, sources=[*config.sources, SourceConfig(name="other", location=str(other.bare))]
+    )
     run(data, config, embedder, full=False)
+    before = docs_pages(data)
     for n in range(3):
         ws.write(f"guide/{n}-{TOPICS[n]}.md", page(n, TOPICS[n]) + f"\nEdited {n}.\n")
     ws.commit_and_push()
+    other.write("manual.md", "# Manual\n\nThe other docs, about the okapi now.\n")
+    other.commit_and_push()
     real_read = blobs.read_markdown
     reads = []
 
-    def fail_on_third(*args, **kwargs):
-        reads.append(args)
-        if len(reads) == 3:
-            raise OSError("injected: the object store went away")
-        return real_read(*args, **kwargs)
+    def fail_on_third(repo, commit, entry, max_bytes):
+        if entry.path.startswith("guide/"):
+            reads.append(entry.path)
+            if len(reads) == 3:
+                raise OSError("injected: the object store went away")
+        return real_read(repo, commit, entry, max_bytes)
 
     monkeypatch.setattr(blobs, "read_markdown", fail_on_third)
-    with pytest.raises(OSError, match="injected"):
-        run(data, config, embedder)
+    report = run(data, config, embedder)
     monkeypatch.undo()
-    assert current_version(data) == 1
+    outcome = {s.name: (s.status, s.error) for s in report.sources}
+    assert outcome["other"][0] == "indexed"
+    assert outcome["docs"][0] == "failed" and "injected" in outcome["docs"][1]
+    manifest = load_current(data)
+    assert manifest.version == 2 and manifest.sources["docs"].failed_since
+    assert docs_pages(data) == before  # (their chunks may have moved: compaction)
+    assert "okapi" in search_index(data, embedder, "okapi", 1).results[0].text
+    assert_refs_point_home(data)
+
     run(data, config, embedder)
-    assert_consistent(data, ws)
+    assert not load_current(data).sources["docs"].last_error
     assert_refs_point_home(data)
 
 

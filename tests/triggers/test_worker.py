@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from docdex.index_format.queue import file_request, pending_requests
 from docdex.index_format.store import list_versions, load_current
 from docdex.indexer.build.lock import writer_lock
 from docdex.indexer.triggers.worker import try_lock, worker_pid
+from docdex.server.boot import Boot, open_docs
 from docdex.serverproc import ServeProcess
 
 from fixtures import wait_for
@@ -192,3 +194,67 @@ def test_a_cycle_time_limit_under_a_second_is_refused(setup):
     data.config.write_text(text)
     with pytest.raises(ConfigError, match="cycle_timeout_s"):
         load_config(data)
+
+
+def test_health_names_a_failing_source_and_the_others_still_publish(tmp_path, embedder):
+    """Through the real worker: a partial clone indexes with per-file problems (/health
+    "ok"); then its repository goes away, and the next cycle fails that source alone:
+    /health says "failing", names it and why, its last pages keep serving, and the other
+    source's new commit is published."""
+    src = Workspace(tmp_path / "src")
+    src.write("guide.md", "# Guide\n\nHow to feed the axolotl.\n")
+    src.write("big.md", "# Big\n\n" + "A long page about the narwhal.\n" * 200)  # over 3 KB
+    src.commit_and_push()
+    partial = tmp_path / "partial.git"
+    git(
+        tmp_path,
+        "clone",
+        "-q",
+        "--bare",
+        "--filter=blob:limit=3k",
+        f"file://{src.bare}",
+        str(partial),
+        "--upload-pack=git -c uploadpack.allowFilter=true upload-pack",
+    )
+    git(partial, "remote", "remove", "origin")
+    more = Workspace(tmp_path / "more")
+    more.write("manual.md", "# Manual\n\nThe other docs, about the okapi.\n")
+    more.commit_and_push()
+    data = DataDir(tmp_path / "data")
+    data.ensure()
+    sources = [
+        SourceConfig(name="docs", location=str(partial)),
+        SourceConfig(name="more", location=str(more.bare)),
+    ]
+    save_config(data, Config(sources=sources))
+    file_request(data, "", "reindex")
+    assert run_worker(data, "--once").returncode == 0
+    model: Future = Future()
+    model.set_result(embedder)
+    docs = open_docs(data, Boot(), model)
+    try:
+        status, health = docs.health()
+        assert (status, health["status"], health["failed_sources"]) == (200, "ok", {})
+        assert health["sources"]["docs"]["files"] == 1  # big.md is a per-file problem
+
+        partial.rename(tmp_path / "moved.git")
+        more.move("manual.md", "handbook.md")  # a rename: nothing to embed
+        tip = more.commit_and_push()
+        file_request(data, "", "reindex")
+        done = run_worker(data, "--once")
+        assert done.returncode == 0 and "Traceback" not in done.stderr
+        docs.holder.refresh()  # what the server's watcher does when CURRENT moves
+
+        status, health = docs.health()
+        assert status == 200 and health["status"] == "failing" and health["index_version"] == 2
+        failed = health["failed_sources"]["docs"]
+        assert "partial.git" in failed["error"] and failed["since"] and failed["serving_commit"]
+        assert health["status_detail"].startswith("source docs failed: ")
+        assert health["sources"]["more"]["commit"] == tip
+        failure = metrics.read_last_failure(data)
+        assert failure.source == "docs" and failure.error.startswith("source docs: ")
+        entry = {s.name: s for s in docs.list_sources().sources}["docs"]
+        assert entry.failed and entry.indexed and entry.failed_since == failed["since"]
+        assert docs.search("axolotl", 1).results[0].path == "guide.md"  # still served
+    finally:
+        docs.holder.stop()

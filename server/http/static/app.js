@@ -14,11 +14,12 @@ const TITLES = { search: "Search", status: "Status", connect: "Connect an agent"
 const STOP = new Set(
   "a an and are as at be by do does for from how i in is it my of on or the this to what when where which why with".split(" "),
 );
-// What the page view may hold: the elements and attributes server/render.py writes.
+// What the page view may hold: the elements and attributes server/answers/render.py and
+// dialects.py write.
 const TAGS = new Set(
-  "A B BLOCKQUOTE BR CODE DEL DIV EM H1 H2 H3 H4 H5 H6 HR I LI OL P PRE S SPAN STRONG TABLE TBODY TD TH THEAD TR UL".split(" "),
+  "A B BLOCKQUOTE BR CODE DEL DETAILS DIV EM H1 H2 H3 H4 H5 H6 HR I LI OL P PRE S SPAN STRONG SUMMARY TABLE TBODY TD TH THEAD TR UL".split(" "),
 );
-const ATTRIBUTES = new Set(["class", "id", "href", "title", "rel", "start", "aria-label", "data-first", "data-last"]);
+const ATTRIBUTES = new Set(["class", "id", "href", "title", "rel", "start", "open", "aria-label", "data-first", "data-last"]);
 const SAFE_HREF = /^(https?:|mailto:|\/\?|#)/i;
 
 class Unauthorized extends Error {}
@@ -263,11 +264,32 @@ function termPattern(query) {
   return new RegExp(`(?<![\\p{L}\\p{N}])(?:${alternatives})[\\p{L}\\p{N}]*`, "giu");
 }
 
+// Docs generators' markup, which no reader sees (the page view renders it: dialects.py):
+// comments, template tags, mdBook directives, component tags and heading ids; and at a
+// line's start, callout markers (their titles stay). Other HTML stays in snippets, as text.
+// Bounded repeats: a hit's text is untrusted, and an unclosed `<!--` must not make the
+// search quadratic.
+const GENERATOR_MARKUP = new RegExp(
+  [
+    String.raw`<!--[\s\S]{0,2000}?-->`,
+    String.raw`\{\/\*[\s\S]{0,2000}?\*\/\}`,
+    String.raw`\{\{[<%][^<>%]{0,500}[>%]\}\}`,
+    String.raw`\{%[^%]{0,500}%\}`,
+    String.raw`\{\{#[a-z_]+[^}]{0,500}\}\}`,
+    String.raw`(?<![\w\x60])<[A-Z][\w.]*(?:\s[^<>]{0,500})?\/?>|<\/[A-Z][\w.]*>`,
+    String.raw`\{:?\s*[#.][\w.:-][^{}\n]{0,200}\}`,
+  ].join("|"),
+  "g",
+);
+const CALLOUT_MARKER = /^(\s*(?:>\s*)*)(?::{3,}\s*[\w-]*|(?:!!!|\?{3}\+?)\s*[\w-]+|\[![A-Za-z]+\][+-]?)/;
+
 function snippet(text, pattern) {
   const prose = text
     .split("\n")
     .filter((line) => line.trim() && !/^\s*#/.test(line))
+    .map((line) => line.replace(CALLOUT_MARKER, "$1"))
     .join(" ")
+    .replace(GENERATOR_MARKUP, " ")
     .replace(/\s+/g, " ")
     .trim();
   let start = 0;
