@@ -4,7 +4,10 @@ generated markdown."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -12,7 +15,8 @@ from typing import NamedTuple
 from hypothesis import strategies as st
 
 from docdex.index_format.reassembly import reassemble, served_text
-from docdex.index_format.records import ParsedPage
+from docdex.index_format.records import ChunkerSettings, ParsedPage
+from docdex.indexer.chunking.markdown import parse_page
 from docdex.indexer.git.blobs import decode_markdown
 
 from paths import SHARED
@@ -59,6 +63,43 @@ class Corpus:
     def read(self, path: str) -> str | None:
         data = self.blobs.get(path)
         return None if data is None else data.decode("utf-8", "replace")
+
+
+class _Errors(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextmanager
+def chunker_errors() -> Iterator[list[logging.LogRecord]]:
+    """The errors the chunker logs meanwhile: parse_page logs one when it falls back to
+    plain lines, so an empty list means the real chunker ran."""
+    errors = _Errors()
+    logger = logging.getLogger("docdex.indexer.chunking.markdown")
+    logger.addHandler(errors)
+    try:
+        yield errors.records
+    finally:
+        logger.removeHandler(errors)
+
+
+class ParsedCorpus(NamedTuple):
+    corpus: Corpus
+    pages: dict[str, ParsedPage]  # path -> the chunker's page, with the default settings
+    fallbacks: list[str]  # what the chunker logged when it fell back to plain lines
+
+
+def parse_corpus(corpus: Corpus) -> ParsedCorpus:
+    with chunker_errors() as errors:
+        pages = {
+            path: parse_page(text, path, ChunkerSettings(), corpus.read)
+            for path, text in corpus.pages.items()
+        }
+    return ParsedCorpus(corpus, pages, [e.getMessage() for e in errors])
 
 
 def bundle_path(name: str) -> Path:

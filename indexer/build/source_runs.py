@@ -332,6 +332,8 @@ def _take(
     if src.config.refs:  # the source's refs share most of their text: lend their vectors
         paths = None if base is None else changes.touched_paths(found.changes)
         src.family.lend_vectors(run.reusable, paths)
+    if base is None:  # read whole: its texts may be any source's
+        run.stream.reuse_any_source()
     _apply(ctx, run, src, found)
     run.states[src.key] = _new_state(
         src,

@@ -68,9 +68,10 @@ class SegmentStream:
     `reusable` maps content hashes to chunks whose vectors may be copied (the pages this
     run removed); the stream adds every chunk it writes, so a text seen again later in the
     run is copied from this run's segment rather than embedded twice. `library` gives every
-    chunk of the version the run starts from, by content hash: it is read once, at the first
-    text nothing nearer covers, so that a source holding what another source already holds
-    (a checkout of an indexed bare repository, a mirror) copies its vectors. `segment_chunks`
+    chunk of the version the run starts from, by content hash, once a ref read whole has
+    called `reuse_any_source`: a source holding what another already holds (a checkout of
+    an indexed bare repository, a mirror, a new source over the same files) copies their
+    vectors. `segment_chunks`
     holds an old segment's chunk count (for its token arrays) by segment id. The model is
     loaded (`load_model`) only when a text has to be embedded.
     """
@@ -113,6 +114,11 @@ class SegmentStream:
         self.batch_chunks += len(page.chunks)
         if self.batch_chunks >= self.settings.segment_chunks:
             self.flush()
+
+    def reuse_any_source(self) -> None:
+        """From now on, texts that no nearer reuse covers are looked up in every chunk of
+        the version the run starts from."""
+        self.library.want()
 
     def flush(self) -> None:
         """Write what is pending (the pipeline calls it once more at the end of a run)."""
@@ -217,14 +223,21 @@ class SegmentStream:
 
 
 class _Library:
-    """The chunks of the version a run starts from, by content hash, read at the first
-    lookup (a run whose texts are all covered by nearer reuse never reads them)."""
+    """The chunks of the version a run starts from, by content hash. Read once, after a
+    ref read whole asks for it (`reuse_any_source`): an incremental run finds its vectors
+    in the touched pages and never decodes every segment's chunk records (adr/0003)."""
 
     def __init__(self, load: Callable[[], dict[str, ChunkRef]]) -> None:
         self._load = load
+        self._wanted = False
         self._refs: dict[str, ChunkRef] | None = None
 
+    def want(self) -> None:
+        self._wanted = True
+
     def get(self, key: str) -> ChunkRef | None:
+        if not self._wanted:
+            return None
         if self._refs is None:
             self._refs = self._load()
         return self._refs.get(key)

@@ -288,7 +288,7 @@ def test_a_long_page_is_cut_at_a_line_with_a_note(site, embedder):
     engine = Engine.open(site.data, embedder)
     try:
         page = engine.pages["docs:guide/install.md"]
-        whole, cut = page_view(engine, page), page_view(engine, page, limit=90)
+        whole, cut = page_view(engine, page), page_view(engine, page, limit=140)
     finally:
         engine.close()
     assert not whole.cut and whole.note == "" and whole.last_line == whole.lines == 11

@@ -10,7 +10,6 @@ import html
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -26,7 +25,7 @@ from docdex.server.engine import Engine
 
 from bench.residue import MARKUP_RESIDUE
 from fixtures import index_workspace, pushed_workspace
-from pagetext import CORPORA, assert_served_whole, corpus_at_head
+from pagetext import CORPORA, ParsedCorpus, assert_served_whole
 
 # What must not reach a title, a breadcrumb or the text a page view shows.
 RESIDUE = re.compile(
@@ -478,27 +477,25 @@ def test_a_line_built_to_make_the_patterns_backtrack_is_read_at_once(line: str) 
 # --- the real corpora --------------------------------------------------------------------
 
 
-def headings_with_markup(name: str, root: Path) -> tuple[int, list[str]]:
+def headings_with_markup(parsed: ParsedCorpus) -> tuple[int, list[str]]:
     """How many pages the corpus has at its head, and its titles and breadcrumb headings
     that still carry markup, by the chunker alone."""
-    corpus = corpus_at_head(name, root)
     found = []
-    for path, text in corpus.pages.items():
-        page = parse_page(text, path, read=corpus.read)
+    for path, page in parsed.pages.items():
         for heading in {page.title, *(h for chunk in page.chunks for h in chunk.headings)}:
             if MARKUP_RESIDUE.search(heading):
-                found.append(f"{name}:{path}: {heading}")
-    return len(corpus.pages), found
+                found.append(f"{parsed.corpus.name}:{path}: {heading}")
+    return len(parsed.pages), found
 
 
 @pytest.mark.parametrize("name", FAST_CORPORA)
-def test_no_title_or_breadcrumb_of_a_small_corpus_carries_markup(name, shared, tmp_path) -> None:
-    pages, found = headings_with_markup(name, tmp_path)
+def test_no_title_or_breadcrumb_of_a_small_corpus_carries_markup(name, parsed_corpus) -> None:
+    pages, found = headings_with_markup(parsed_corpus(name))
     assert pages > 10 and found == []
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(set(CORPORA) - set(FAST_CORPORA)))
-def test_no_title_or_breadcrumb_of_any_corpus_carries_markup(name, shared, tmp_path) -> None:
-    pages, found = headings_with_markup(name, tmp_path)
+def test_no_title_or_breadcrumb_of_any_corpus_carries_markup(name, parsed_corpus) -> None:
+    pages, found = headings_with_markup(parsed_corpus(name))
     assert pages > 10 and found == []

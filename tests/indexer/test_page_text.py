@@ -5,11 +5,8 @@ and quotes, setext headings, front matter, HTML blocks, open fences, CRLF)."""
 
 from __future__ import annotations
 
-import logging
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,59 +15,41 @@ from hypothesis import strategies as st
 from docdex.index_format.records import ChunkerSettings
 from docdex.indexer.chunking.markdown import parse_page
 
-from pagetext import CORPORA, assert_served_whole, bundle_path, corpus_at_head, markdown_pages
+from pagetext import CORPORA, ParsedCorpus, assert_served_whole, chunker_errors, markdown_pages
 
 CHUNKER = ChunkerSettings()
 # Quick to clone and chunk, and one per docs dialect: GitBook, VitePress, MkDocs.
 FAST_CORPORA = ("apm-docs", "vite-docs", "mkdocs-docs")
 
 
-class _Errors(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
 @contextmanager
 def no_fallback() -> Iterator[None]:
     """The real chunker ran: parse_page logs an error when it falls back to plain lines."""
-    errors = _Errors()
-    logger = logging.getLogger("docdex.indexer.chunking.markdown")
-    logger.addHandler(errors)
-    try:
+    with chunker_errors() as errors:
         yield
-    finally:
-        logger.removeHandler(errors)
-    assert not errors.records, errors.records[0].getMessage()
+    assert not errors, errors[0].getMessage()
 
 
-def assert_corpus_served_whole(name: str, root: Path) -> None:
-    if not bundle_path(name).exists() or not shutil.which("git"):
-        pytest.skip(f"no {name} bundle (or no git)")
-    corpus = corpus_at_head(name, root)
-    with no_fallback():
-        for path, text in corpus.pages.items():
-            try:
-                assert_served_whole(
-                    text, parse_page(text, path, CHUNKER, corpus.read), CHUNKER.max_chars
-                )
-            except AssertionError as problem:
-                raise AssertionError(f"{name}:{path}: {problem}") from None
-    assert len(corpus.pages) == CORPORA[name].pages  # every page of the corpus was checked
+def assert_corpus_served_whole(parsed: ParsedCorpus) -> None:
+    assert not parsed.fallbacks, parsed.fallbacks[0]
+    corpus = parsed.corpus
+    for path, text in corpus.pages.items():
+        try:
+            assert_served_whole(text, parsed.pages[path], CHUNKER.max_chars)
+        except AssertionError as problem:
+            raise AssertionError(f"{corpus.name}:{path}: {problem}") from None
+    assert len(corpus.pages) == CORPORA[corpus.name].pages  # every page of the corpus was checked
 
 
 @pytest.mark.parametrize("name", FAST_CORPORA)
-def test_every_page_of_a_small_corpus_is_served_whole(name: str, tmp_path: Path) -> None:
-    assert_corpus_served_whole(name, tmp_path)
+def test_every_page_of_a_small_corpus_is_served_whole(name: str, parsed_corpus) -> None:
+    assert_corpus_served_whole(parsed_corpus(name))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(set(CORPORA) - set(FAST_CORPORA)))
-def test_every_page_of_every_corpus_is_served_whole(name: str, tmp_path: Path) -> None:
-    assert_corpus_served_whole(name, tmp_path)
+def test_every_page_of_every_corpus_is_served_whole(name: str, parsed_corpus) -> None:
+    assert_corpus_served_whole(parsed_corpus(name))
 
 
 # --- nesting past markdown-it's limit --------------------------------------------------------
