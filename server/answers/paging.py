@@ -53,12 +53,18 @@ class Lines:
 
     def span(self, start_line: int, end_line: int) -> tuple[int, int]:
         """Offsets of lines start_line..end_line (0 = the first / the last line)."""
-        first = max(start_line or self.first_line, self.first_line) - self.first_line
-        last = min(end_line or self.last_line, self.last_line) - self.first_line
-        if first >= len(self.starts):
+        wanted_first, wanted_last = start_line or self.first_line, end_line or self.last_line
+        if wanted_first > self.last_line:
             raise InvalidArgument(
                 f"start_line {start_line} is past the end (line {self.last_line})"
             )
+        if wanted_last < self.first_line:
+            raise InvalidArgument(
+                f"lines {wanted_first}-{wanted_last} come before this text, which covers lines "
+                f"{self.first_line}-{self.last_line}"
+            )
+        first = max(wanted_first, self.first_line) - self.first_line
+        last = min(wanted_last, self.last_line) - self.first_line
         end = self.starts[last + 1] - 1 if last + 1 < len(self.starts) else len(self.text)
         return self.starts[first], max(end, self.starts[first])
 

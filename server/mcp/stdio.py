@@ -4,15 +4,23 @@
 It reads the data directory like `docdex serve` does, with no lock (several can run beside
 `serve` and the worker), and follows new versions as they are published. stdout carries the
 protocol only; logs go to stderr. Before the first index exists it still answers: the tools
-say that nothing is indexed yet.
+say that nothing is indexed yet. A client that writes its requests and closes stdin at once
+(a pipe) gets every answer: the SDK ends the session at end of input and cancels what is
+still running, so the read side here waits, at end of input, until every request read has
+been answered.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import Future
-from typing import TYPE_CHECKING
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp_types import JSONRPCError, JSONRPCRequest, JSONRPCResponse
 
 from docdex.index_format.layout import DataDir
 from docdex.server.boot import Boot, open_docs
@@ -31,7 +39,114 @@ def serve_stdio(data: DataDir, model: Future[Embedder] | None = None) -> int:
     boot.mark("MCP over stdio ready")
     docs.holder.start()
     try:
-        anyio.run(mcp.run_stdio_async)
+        anyio.run(serve_until_answered, mcp)
     finally:
         docs.holder.stop()
     return 0
+
+
+ANSWERS_AFTER_EOF_S = 60.0  # at end of input, the longest wait for the answers still due
+
+
+async def serve_until_answered(mcp: MCPServer) -> None:
+    """The SDK's `run_stdio_async`, with end of input held back until every request read
+    has been answered."""
+    server = mcp._lowlevel_server  # what run_stdio_async runs; the SDK has no public name
+    pending = _Pending()
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(
+            _Reading(read_stream, pending),
+            _Writing(write_stream, pending),
+            server.create_initialization_options(),
+        )
+
+
+class _Pending:
+    """The ids of the requests read and not answered yet."""
+
+    def __init__(self) -> None:
+        self.ids: set[Any] = set()
+        self.none_left = anyio.Event()
+        self.none_left.set()
+
+    def read(self, item: object) -> None:
+        if isinstance(item, SessionMessage) and isinstance(item.message, JSONRPCRequest):
+            if not self.ids:
+                self.none_left = anyio.Event()
+            self.ids.add(item.message.id)
+
+    def written(self, item: SessionMessage) -> None:
+        if isinstance(item.message, JSONRPCResponse | JSONRPCError):
+            self.ids.discard(item.message.id)
+            if not self.ids:
+                self.none_left.set()
+
+
+class _Reading:
+    """The read side of stdio: at end of input, it ends once nothing is pending."""
+
+    def __init__(self, inner: Any, pending: _Pending) -> None:
+        self._inner = inner
+        self._pending = pending
+
+    def __getattr__(self, name: str) -> Any:  # last_context and the like: the inner stream's
+        return getattr(self._inner, name)
+
+    async def receive(self) -> Any:
+        try:
+            item = await self._inner.receive()
+        except anyio.EndOfStream:
+            with anyio.move_on_after(ANSWERS_AFTER_EOF_S):
+                await self._pending.none_left.wait()
+            raise
+        self._pending.read(item)
+        return item
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _Reading:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _Reading:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class _Writing:
+    """The write side of stdio, noting each answer as it goes out."""
+
+    def __init__(self, inner: Any, pending: _Pending) -> None:
+        self._inner = inner
+        self._pending = pending
+
+    async def send(self, item: SessionMessage, /) -> None:
+        await self._inner.send(item)
+        self._pending.written(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _Writing:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from functools import cache
+from importlib.metadata import version as package_version
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -144,7 +145,7 @@ def argument_errors(tool: str, error: ValidationError) -> str:
 def build_mcp(docs: Docs) -> MCPServer:
     """The MCP server with every tool registered (in the order list_tools shows them), the
     pages as resources, and instructions that follow the index."""
-    mcp = DocdexMCP("docdex", instructions=docs.instructions())
+    mcp = DocdexMCP("docdex", instructions=docs.instructions(), version=package_version("docdex"))
     _add_search_tools(mcp, docs)
     _add_document_tools(mcp, docs)
     _add_reindex_tool(mcp, docs)

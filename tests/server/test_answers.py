@@ -129,6 +129,18 @@ def test_get_document_by_lines(docs):
     assert chunk.kind == "chunk" and chunk.text == "## Part 0"
 
 
+def test_lines_asked_of_a_chunk_are_the_ones_it_covers(docs):
+    later = docs.get_document("docs:tides.md", max_chars=100_000).sections[-1]
+    chunk = docs.get_document(later.chunk_id)
+    first, last = chunk.start_line, chunk.end_line
+    assert first > 2
+    overlap = docs.get_document(later.chunk_id, start_line=1, end_line=first)
+    assert (overlap.start_line, overlap.end_line) == (first, first)
+    assert overlap.text == chunk.text.split("\n")[0]
+    with pytest.raises(InvalidArgument, match=f"covers lines {first}-{last}"):
+        docs.get_document(later.chunk_id, start_line=1, end_line=first - 1)
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -145,9 +146,45 @@ def test_stdout_carries_the_protocol_only(indexed):
     assert server.wait(60) == 0, logs
     assert rest == ""
     assert [r.get("id") for r in replies] == [1, 2, 3]
+    assert replies[0]["result"]["serverInfo"] == {"name": "docdex", "version": version("docdex")}
     assert {t["name"] for t in replies[1]["result"]["tools"]} == TOOLS
     assert "docs:faq.md" in json.dumps(replies[2]["result"])
     assert "MCP over stdio ready" in logs  # logs go to stderr
+
+
+def test_every_request_piped_in_before_end_of_input_is_answered(indexed):
+    _ws, data = indexed
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "pipe", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "search_docs", "arguments": {"query": "E1234"}},
+        },
+    ]
+    done = subprocess.run(  # stdin is closed as soon as the requests are written
+        [sys.executable, "-m", "docdex.cli", "--data", str(data.root), "mcp"],
+        input="".join(json.dumps(r) + "\n" for r in requests),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 0, done.stderr
+    assert [r.get("id") for r in replies] == [1, 2, 3]
+    assert "docs:faq.md" in json.dumps(replies[2]["result"])
 
 
 def checkout_source(tmp_path: Path) -> tuple[Workspace, DataDir]:
