@@ -1,13 +1,13 @@
 """`just bench gauntlet`: every corpus of ../shared/corpora indexed from each history shape
 a real repository comes in, then read back page by page.
 
-Per corpus, four bare repositories of its branch: the full history, a shallow clone, a
-partial clone that has its head's blobs but none of the history's (a `--filter=blob:none`
-clone after its checkout), and a partial clone missing every blob over 4 KB, head
-included (a mirror that leaves large files out). They are four sources of one data
-directory, indexed one after the other by the real CLI in its own process; the shapes
-after the first copy the first's vectors (the same texts), so the full history's row holds
-the cost of embedding. For each shape:
+Per corpus, four bare repositories of its branch: the full history; a shallow clone; a
+partial clone that has its head's blobs and none of the history's (the `.git` of a
+`--filter=blob:none` clone, whose checkout fetched the head's blobs in one batch); and a
+partial clone missing every blob over 4 KB, head included (a mirror that leaves large files
+out). They are four sources of one data directory, indexed one after the other by the real
+CLI in its own process; the shapes after the first copy the first's vectors (the same
+texts), so the full history's row holds the cost of embedding. For each shape:
 
 - crashes: the run ended by a signal, printed a traceback, or printed no report;
 - problems: per-file problems and source errors the run reported, in sentences;
@@ -71,37 +71,40 @@ class Readback(msgspec.Struct):
 def _clone(root: Path, shape: str, full: Path, branch: str) -> Path:
     target = root / f"{shape}.git"
     origin = f"file://{full}"
-    options = {
-        "shallow": ["--depth", str(SHALLOW_DEPTH)],
-        "partial": ["--filter=blob:none"],
-        "limited": [f"--filter=blob:limit={BLOB_LIMIT}"],
-    }[shape]
-    git(
-        *_QUIET_GIT,
-        "clone",
-        "-q",
-        "--bare",
-        "--no-local",
-        "-b",
-        branch,
-        *options,
-        origin,
-        str(target),
-    )
-    if shape == "partial":  # a checkout of the head fetches its blobs, and only those
+    if shape == "partial":  # a clone's checkout fetches the head's blobs in one batch
         work = root / "checkout"
-        work.mkdir()
         git(
             *_QUIET_GIT,
-            f"--git-dir={target}",
-            f"--work-tree={work}",
-            "checkout",
-            "-f",
-            "HEAD",
-            "--",
-            ".",
+            "clone",
+            "-q",
+            "--no-local",
+            "--filter=blob:none",
+            "-b",
+            branch,
+            origin,
+            str(work),
         )
+        (work / ".git").rename(target)
+        git(f"--git-dir={target}", "config", "core.bare", "true")
         shutil.rmtree(work)
+    else:
+        options = (
+            ["--depth", str(SHALLOW_DEPTH)]
+            if shape == "shallow"
+            else [f"--filter=blob:limit={BLOB_LIMIT}"]
+        )
+        git(
+            *_QUIET_GIT,
+            "clone",
+            "-q",
+            "--bare",
+            "--no-local",
+            "-b",
+            branch,
+            *options,
+            origin,
+            str(target),
+        )
     if shape in ("partial", "limited"):
         git("-C", str(target), "remote", "remove", "origin")  # what is missing stays missing
     return target
