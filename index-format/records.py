@@ -6,6 +6,7 @@ boundary; the rest of the code passes them around.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import msgspec
@@ -19,6 +20,15 @@ WINDOW_OVERLAP = 40  # tokens consecutive windows share
 
 
 # --- what the chunker produces ------------------------------------------------------------
+
+
+CHUNK_ID = re.compile(r"#chunk(\d+)$")  # how a chunk id ends: "source:path#chunkN"
+
+
+def chunk_id(doc_id: str, number: int) -> str:
+    """The id of a page's chunk `number`; a page path never ends like one (the indexer
+    refuses such a file), so a page id and a chunk id cannot be the same string."""
+    return f"{doc_id}#chunk{number}"
 
 
 class Chunk(msgspec.Struct, frozen=True):

@@ -16,6 +16,7 @@ from docdex.index_format.records import (
     EmbedderInfo,
     FileProblem,
     PageRecord,
+    chunk_id,
 )
 from docdex.indexer.chunking import includes
 from docdex.indexer.chunking.markdown import page_lead, parse_page
@@ -44,7 +45,7 @@ def parse_file(
     for n, chunk in enumerate(parsed.chunks):
         text_in = embed_input(chunk.headings, chunk.embed_text)
         record = ChunkRecord(
-            chunk_id=f"{doc_id}#chunk{n}",
+            chunk_id=chunk_id(doc_id, n),
             doc_id=doc_id,
             source=source,
             path=entry.path,

@@ -13,7 +13,7 @@ import stat
 
 from dulwich.repo import Repo
 
-from docdex.index_format.records import FileProblem
+from docdex.index_format.records import CHUNK_ID, FileProblem
 
 from .diffs import FileEntry
 from .links import resolve_links
@@ -27,6 +27,8 @@ _LFS_POINTER_MAX_BYTES = 1024  # git-lfs writes pointers of about 130 bytes
 def read_markdown(repo: Repo, commit: str, entry: FileEntry, max_bytes: int) -> str | FileProblem:
     """The text of `entry` as of `commit` (a commit or tree sha; the tree is only needed to
     follow symlinks), or a FileProblem saying why it is not indexed."""
+    if (named := page_path_problem(entry.path)) is not None:
+        return named
     if is_gitlink(entry.mode):
         return FileProblem(
             entry.path,
@@ -44,6 +46,18 @@ def read_markdown(repo: Repo, commit: str, entry: FileEntry, max_bytes: int) -> 
     except MissingObject as exc:
         return missing_content(entry.path, exc)
     return decode_markdown(entry.path, data, max_bytes)
+
+
+def page_path_problem(path: str) -> FileProblem | None:
+    """A page whose path ends like a chunk id (`a.md#chunk0`) would share its id with a
+    chunk of another page: it is not indexed."""
+    if CHUNK_ID.search(path) is None:
+        return None
+    return FileProblem(
+        path,
+        "its name ends like a chunk id (`#chunkN`), so its id would name a chunk of another "
+        "page; not indexed: rename the file",
+    )
 
 
 def missing_content(path: str, missing: MissingObject) -> FileProblem:

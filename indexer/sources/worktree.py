@@ -29,7 +29,7 @@ from dulwich.repo import Repo
 
 from docdex.index_format.records import FileProblem
 from docdex.indexer.git import symlinks
-from docdex.indexer.git.blobs import decode_markdown
+from docdex.indexer.git.blobs import decode_markdown, page_path_problem
 from docdex.indexer.git.globs import matches
 
 # What SourceState.commit records for a working-tree run: "<HEAD sha>+worktree".
@@ -189,6 +189,8 @@ class Worktree:
     def read(self, path: str, max_bytes: int) -> str | FileProblem:
         """The text of a file, or why it is not indexed. A symlink is followed only to a
         file inside the checkout (never into .git)."""
+        if (named := page_path_problem(path)) is not None:
+            return named
         full = self.root / path
         try:
             if full.is_symlink():

@@ -18,7 +18,7 @@ import msgspec
 from docdex.errors import InvalidArgument
 from docdex.index_format.config import Config, ConfigError, SourceConfig, load_config
 from docdex.index_format.layout import DataDir
-from docdex.index_format.records import ServedPage, SourceState
+from docdex.index_format.records import CHUNK_ID, ServedPage, SourceState
 from docdex.index_format.refs import base_of
 from docdex.server.engine import Engine, SearchResult, clip
 from docdex.server.versions import NoVersion, VersionHolder
@@ -28,7 +28,6 @@ from .freshness import UNKNOWN, FreshnessWatch
 from .health import health_report
 from .instructions import server_instructions
 from .pages import (
-    CHUNK_ID,
     DESCRIPTION_CHARS,
     Paging,
     chunk_document,

@@ -8,20 +8,18 @@ an answer large; text is paged (paging.py).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import msgspec
 
 from docdex.index_format.reassembly import reassemble
-from docdex.index_format.records import ChunkRecord, ServedPage, SourceState
+from docdex.index_format.records import CHUNK_ID, ChunkRecord, ServedPage, SourceState, chunk_id
 from docdex.server.engine import TITLE_CHARS, Engine, breadcrumb, clip, clip_headings, resource_uri
 
 from .freshness import Freshness
 from .paging import Cursor, Lines, Window, decode_cursor, encode_cursor
 from .shapes import Document, PageSummary, Section, SourceInfo
 
-CHUNK_ID = re.compile(r"#chunk(\d+)$")
 TEXT_KIND = (
     "the file's text, rebuilt from the indexed chunks and front matter, line for line (empty "
     "lines at its end left out)"
@@ -136,8 +134,8 @@ def chunk_document(engine: Engine, chunk: ChunkRecord, paging: Paging) -> Docume
     number = int(found.group(1))
 
     def neighbour(n: int) -> str | None:
-        chunk_id = f"{chunk.doc_id}#chunk{n}"
-        return chunk_id if n >= 0 and engine.chunk(chunk_id) is not None else None
+        neighbour_id = chunk_id(chunk.doc_id, n)
+        return neighbour_id if n >= 0 and engine.chunk(neighbour_id) is not None else None
 
     return _window(
         "chunk",

@@ -133,6 +133,18 @@ def test_a_source_holding_what_another_holds_copies_its_vectors(tmp_path, ws, em
     assert added.chunks_reused > 0 and report.windows_embedded == 0
 
 
+def test_a_file_named_like_a_chunk_id_is_a_problem_not_a_page(tmp_path, ws, embedder):
+    data = DataDir(tmp_path / "data")
+    ws.write("faq.md#chunk0", "# Impostor\n\nA page whose id would name the FAQ's first chunk.\n")
+    ws.commit_and_push("a file named like a chunk")
+    config = Config(sources=[SourceConfig(name="docs", location=str(ws.bare), include=["**/*"])])
+    report = run(data, config, embedder)
+    problems = {p.path: p.problem for p in report.sources[0].problems}
+    assert "ends like a chunk id" in problems["faq.md#chunk0"]
+    pages = live_state(data)[1]
+    assert "docs:faq.md" in pages and "docs:faq.md#chunk0" not in pages
+
+
 def test_bad_files_are_recorded_and_skipped(tmp_path, ws, embedder):
     data = DataDir(tmp_path / "data")
     outside = tmp_path / "secret.md"
