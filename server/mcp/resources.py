@@ -19,6 +19,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, ListResourcesResult, Resource
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from docdex.errors import DocdexError, InvalidArgument, NotFound
 from docdex.server.answers.docs import Docs
@@ -51,7 +52,8 @@ def add_resources(mcp: MCPServer, docs: Docs) -> None:
 
     async def follow_index(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
         if ctx.method == "resources/list":
-            return await anyio.to_thread.run_sync(_list_pages, docs, ctx.params)
+            listed = await anyio.to_thread.run_sync(_list_pages, docs, ctx.params)
+            return _for_version(listed, ctx.protocol_version)
         result = await call_next(ctx)
         if ctx.method in CONNECTING and isinstance(result, dict):
             return _with_instructions(result, await anyio.to_thread.run_sync(docs.instructions))
@@ -92,6 +94,19 @@ def _list_pages(docs: Docs, params: Any) -> ListResourcesResult:
         ],
         next_cursor=next_cursor or None,
     )
+
+
+# Result fields of the 2026-07-28 protocol: a session that negotiated an older one gets none
+_MODERN_ONLY = ("ttlMs", "cacheScope", "resultType")
+
+
+def _for_version(result: ListResourcesResult, version: str) -> dict[str, Any]:
+    """The result as the session's protocol version has it (a middleware that answers on
+    its own owns the wire form; the SDK's sieve does not run)."""
+    wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    if version in MODERN_PROTOCOL_VERSIONS:
+        return wire
+    return {k: v for k, v in wire.items() if k not in _MODERN_ONLY}
 
 
 def _with_instructions(result: dict[str, Any], instructions: str) -> dict[str, Any]:

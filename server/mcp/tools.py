@@ -28,6 +28,7 @@ from docdex.server.answers.shapes import Document, PageList, ReindexReceipt, Sou
 from docdex.server.answers.validation import MAX_LIMIT
 from docdex.server.engine import MAX_RESULTS, Hit, SearchResult
 
+from .protocol import keep_to_the_protocol
 from .resources import MARKDOWN, add_resources
 
 log = logging.getLogger("docdex.server")
@@ -150,6 +151,7 @@ def build_mcp(docs: Docs) -> MCPServer:
     _add_document_tools(mcp, docs)
     _add_reindex_tool(mcp, docs)
     add_resources(mcp, docs)
+    keep_to_the_protocol(mcp)
     return mcp
 
 

@@ -152,39 +152,73 @@ def test_stdout_carries_the_protocol_only(indexed):
     assert "MCP over stdio ready" in logs  # logs go to stderr
 
 
-def test_every_request_piped_in_before_end_of_input_is_answered(indexed):
-    _ws, data = indexed
-    requests = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "pipe", "version": "1"},
-            },
+def initialize(version: str = "2025-06-18") -> dict:
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "pipe", "version": "1"},
         },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
-        {
-            "jsonrpc": "2.0",
-            "id": 3,
-            "method": "tools/call",
-            "params": {"name": "search_docs", "arguments": {"query": "E1234"}},
-        },
-    ]
-    done = subprocess.run(  # stdin is closed as soon as the requests are written
+    }
+
+
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def piped(data: DataDir, requests: list[dict]) -> list[dict]:
+    """`docdex mcp` given `requests` on a pipe closed as soon as they are written: its
+    replies, in the order it wrote them."""
+    done = subprocess.run(
         [sys.executable, "-m", "docdex.cli", "--data", str(data.root), "mcp"],
         input="".join(json.dumps(r) + "\n" for r in requests),
         capture_output=True,
         text=True,
         timeout=120,
     )
-    replies = [json.loads(line) for line in done.stdout.splitlines()]
     assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_every_request_piped_in_before_end_of_input_is_answered(indexed):
+    _ws, data = indexed
+    call = {"name": "search_docs", "arguments": {"query": "E1234"}}
+    replies = piped(
+        data,
+        [
+            initialize(),
+            INITIALIZED,
+            {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call},
+        ],
+    )
     assert [r.get("id") for r in replies] == [1, 2, 3]
     assert "docs:faq.md" in json.dumps(replies[2]["result"])
+
+
+def test_what_docdex_does_not_offer_gets_the_specification_s_errors(indexed):
+    _ws, data = indexed
+    asked = [
+        ("prompts/get", {"name": "summarise"}),
+        ("tools/call", {"name": "no_such_tool", "arguments": {}}),
+        ("tools/list", {"cursor": "not-one-it-gave"}),
+        ("resources/list", {}),
+    ]
+    requests = [initialize("2025-11-25"), INITIALIZED]
+    requests += [
+        {"jsonrpc": "2.0", "id": n, "method": method, "params": params}
+        for n, (method, params) in enumerate(asked, start=2)
+    ]
+    replies = {r["id"]: r for r in piped(data, requests)}
+    assert "prompts" not in replies[1]["result"]["capabilities"]
+    for n in (2, 3, 4):
+        assert replies[n]["error"]["code"] == -32602, replies[n]
+    assert "search_docs" in replies[3]["error"]["message"]
+    listed = replies[5]["result"]
+    assert listed["resources"] and not {"ttlMs", "cacheScope", "resultType"} & set(listed)
 
 
 def checkout_source(tmp_path: Path) -> tuple[Workspace, DataDir]:
