@@ -65,10 +65,9 @@ def install_hook(
 ) -> Installed:
     """Register the repository as a source if needed and (re)write its post-receive hook."""
     bare = _bare_repository(repo)
-    name = validate_source_name(source or _default_name(bare))
     data.ensure()
     config = load_config(data)
-    registered = _register(data, config, name, bare)
+    name, registered = _register(data, config, source, bare)
     config = load_config(data)
     tracked = [s for s in config.sources if _same_repo(s.location, bare)]
     script = render_hook(python or sys.executable, data, tracked, idle_exit_s)
@@ -159,7 +158,12 @@ def _default_name(bare: Path) -> str:
     return bare.name.removesuffix(".git") or bare.name
 
 
-def _register(data: DataDir, config: Config, name: str, bare: Path) -> bool:
+def _register(data: DataDir, config: Config, asked: str | None, bare: Path) -> tuple[str, bool]:
+    """The source the hook indexes, and whether it was added: the one named `asked`, else
+    the one already registered at this location (a repository indexed twice would answer
+    every hit twice), else a new source named after the repository."""
+    here = [s.name for s in config.sources if _same_repo(s.location, bare)]
+    name = validate_source_name(asked or (here[0] if here else _default_name(bare)))
     for existing in config.sources:
         if existing.name != name:
             continue
@@ -168,10 +172,15 @@ def _register(data: DataDir, config: Config, name: str, bare: Path) -> bool:
                 f"source {name!r} already exists for {existing.location}; "
                 "choose another name with --source"
             )
-        return False
+        return name, False
+    if here:
+        raise HookError(
+            f"{bare} is already the source {here[0]!r}: its pushes are indexed under that name "
+            f"(`docdex hook install {bare}` without --source), or remove it first"
+        )
     source = SourceConfig(name=name, location=str(bare))
     save_config(data, msgspec.structs.replace(config, sources=[*config.sources, source]))
-    return True
+    return name, True
 
 
 def _same_repo(location: str, bare: Path) -> bool:

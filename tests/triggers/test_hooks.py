@@ -18,7 +18,7 @@ import pytest
 
 from docdex.hooks.install import CHAINED, HookError, install_hook, uninstall_hook
 from docdex.index_format import metrics
-from docdex.index_format.config import ConfigError, load_config
+from docdex.index_format.config import Config, ConfigError, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import pending_requests
 from docdex.index_format.records import Manifest
@@ -285,6 +285,20 @@ def test_a_tracked_branch_other_than_head(tmp_path):
         ("docs", "refs/heads/release", "hook")
     ]
     assert "docs@" in remote_lines(result)[0]
+
+
+def test_a_repository_already_a_source_keeps_its_name(tmp_path):
+    ws = Workspace(tmp_path / "repo")
+    data = DataDir(tmp_path / "data")
+    data.ensure()
+    save_config(data, Config(sources=[SourceConfig(name="handbook", location=str(ws.bare))]))
+    done = install_hook(data, ws.bare, python="/nonexistent/python")
+    assert (done.source, done.registered) == ("handbook", False)
+    assert [s.name for s in load_config(data).sources] == ["handbook"]
+    assert [s.name for s in done.tracked] == ["handbook"]
+    with pytest.raises(HookError, match="already the source 'handbook'"):
+        install_hook(data, ws.bare, "docs", python="/nonexistent/python")
+    assert [s.name for s in load_config(data).sources] == ["handbook"]
 
 
 def test_an_existing_hook_is_chained_and_restored_byte_for_byte(repo, tmp_path):
