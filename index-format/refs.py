@@ -104,9 +104,22 @@ def entries_of(sources: Mapping[str, SourceState], source: str) -> dict[str, str
 def resolve_ref(sources: Mapping[str, SourceState], source: str, ref: str) -> str | None:
     """The manifest key for a `ref` argument: "" (or the default ref's name) is the source's
     own entry; a branch or tag name, short or refs/heads/..., refs/tags/..., is its entry
-    "source@ref". None when the source does not index that ref."""
+    "source@ref". A full name keeps its kind (`refs/tags/v2` is never the branch v2; a
+    branch may be named `refs/tags/v1`, whose full name is `refs/heads/refs/tags/v1`). None
+    when the source does not index that ref."""
     if ref == "":
         return source if source in sources else None
-    for prefix in _PREFIXES.values():
-        ref = ref.removeprefix(prefix)
-    return entries_of(sources, source).get(ref)
+    kind, name = _kind_and_name(ref)
+    if kind is None:
+        return entries_of(sources, source).get(name)
+    for key, state in sources.items():
+        if base_of(key, state) == source and (state.ref_kind, state.ref) == (kind, name):
+            return key
+    return None
+
+
+def _kind_and_name(ref: str) -> tuple[RefKind | None, str]:
+    for kind, prefix in _PREFIXES.items():
+        if ref.startswith(prefix):
+            return kind, ref[len(prefix) :]
+    return None, ref

@@ -12,6 +12,7 @@ from docdex.hooks.install import install_hook
 from docdex.index_format.config import Config, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import pending_requests
+from docdex.index_format.records import SourceState
 from docdex.index_format.refs import entries_of, is_doc_source, resolve_ref
 from docdex.index_format.store import list_versions, load_current, load_pages
 from docdex.indexer.build.run import index_sources
@@ -128,6 +129,30 @@ def test_each_ref_is_an_entry_of_its_own(tmp_path, ws, embedder):
     assert resolve_ref(manifest.sources, "docs", "refs/tags/v2.1") == "docs@v2.1"
     assert resolve_ref(manifest.sources, "docs", "release/9") is None
     assert is_doc_source("docs@release/1.0") and not is_doc_source("docs@rel:x")
+
+
+def _entry(key: str, ref: str, kind: str) -> SourceState:
+    base, _, _ = key.partition("@")
+    return SourceState(
+        name=key, location="/srv/docs.git", kind="bare", branch="main", config_hash="",
+        commit="0" * 40, indexed_at="", pages_file="", files=0, chunks=0, ref=ref,
+        ref_kind=kind, base=base, default_ref=key == base,
+    )  # fmt: skip
+
+
+def test_a_full_ref_name_keeps_its_kind():
+    sources = {
+        "docs": _entry("docs", "main", "branch"),
+        "docs@v2": _entry("docs@v2", "v2", "branch"),  # the tag v2 is not indexed beside it
+        "docs@refs/tags/v1": _entry("docs@refs/tags/v1", "refs/tags/v1", "branch"),
+        "docs@v1": _entry("docs@v1", "v1", "tag"),
+    }
+    assert resolve_ref(sources, "docs", "refs/heads/v2") == "docs@v2"
+    assert resolve_ref(sources, "docs", "refs/tags/v2") is None
+    assert resolve_ref(sources, "docs", "refs/heads/refs/tags/v1") == "docs@refs/tags/v1"
+    assert resolve_ref(sources, "docs", "refs/tags/v1") == "docs@v1"
+    assert resolve_ref(sources, "docs", "refs/heads/v1") is None
+    assert resolve_ref(sources, "docs", "refs/heads/main") == "docs"
 
 
 def _content_hashes(data: DataDir) -> set[str]:
