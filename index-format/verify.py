@@ -88,7 +88,7 @@ def verify_data(root: Path, only: int | None = None) -> VerifyReport:
     checker = _Checker(data)
     current, problems = check_current(data)
     versions = [only] if only is not None else list_versions(data)
-    reports = [checker.version(v) for v in versions]
+    reports = [_unless_collected(data, checker.version(v), only is None) for v in versions]
     if only is None and current is not None:
         newer = [v for v in versions if v > current]
         if newer:
@@ -98,6 +98,20 @@ def verify_data(root: Path, only: int | None = None) -> VerifyReport:
             )
     ok = not problems and all(r.ok for r in reports)
     return VerifyReport(ok=ok, current=current, versions=reports, problems=problems)
+
+
+COLLECTED_NOTE = (
+    "collected by garbage collection while it was checked (an older version is deleted "
+    "manifest first, then the files no kept version names): not damage"
+)
+
+
+def _unless_collected(data: DataDir, report: VersionReport, listed: bool) -> VersionReport:
+    """A listed version whose manifest is gone by the time its problems are known was being
+    collected: its missing files are gc's work, not damage (a cron'd verify beside a run)."""
+    if report.ok or not listed or data.manifest(report.version).exists():
+        return report
+    return VersionReport(report.version, True, [], [COLLECTED_NOTE])
 
 
 def check_current(data: DataDir) -> tuple[int | None, list[Problem]]:
@@ -158,8 +172,13 @@ def check_files(
 def manifest_problems(data: DataDir, manifest: Manifest) -> list[Problem]:
     """[] when the manifest's bytes match the checksum it records (or it records none)."""
     path = data.manifest(manifest.version)
-    if manifest.format_minor < CHECKSUMS_MINOR or manifest_intact(path.read_bytes()):
+    if manifest.format_minor < CHECKSUMS_MINOR:
         return []
+    try:
+        if manifest_intact(path.read_bytes()):
+            return []
+    except FileNotFoundError:
+        return [Problem(f"versions/{path.name}", "missing", "the manifest is gone")]
     detail = "its content does not match the checksum it records"
     return [Problem(f"versions/{path.name}", "checksum", detail)]
 

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from docdex import cli
+from docdex.index_format import verify
 from docdex.index_format.config import Config, load_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.records import Manifest
@@ -31,7 +32,7 @@ from docdex.index_format.store import (
     point_current,
     write_atomic,
 )
-from docdex.index_format.verify import OLD_FORMAT_NOTE
+from docdex.index_format.verify import COLLECTED_NOTE, OLD_FORMAT_NOTE
 from docdex.indexer.build.context import IndexingError
 from docdex.indexer.build.run import index_sources
 from docdex.server import versions
@@ -300,3 +301,25 @@ def test_a_real_server_keeps_serving_and_the_commands_repair(data, tmp_path):
             lambda: (h := server.health()) and h["index_version"] == 3 and h, 60, "version 3"
         )
         assert health["status"] == "ok" and health["refused_version"] is None
+
+
+def test_a_version_collected_while_verify_checks_it_is_not_damage(data, monkeypatch):
+    """gc deletes version 1's manifest, then the files no kept version names, between
+    verify listing the versions (or reading the manifest) and checking its files."""
+    listed = verify.list_versions(data)
+    old = load_manifest(data, 1)
+    assert listed == [1, 2]
+    monkeypatch.setattr(verify, "list_versions", lambda _data: listed)
+    monkeypatch.setattr(
+        verify, "load_manifest", lambda d, v: old if v == 1 else load_manifest(d, v)
+    )
+    data.manifest(1).unlink()  # what gc does first
+    kept = {s.id for s in load_manifest(data, 2).segments}
+    for ref in old.segments:
+        if ref.id not in kept:
+            shutil.rmtree(data.segment(ref.id))  # then the files only version 1 named
+    report = verify.verify_data(data.root)
+    assert report.ok, report
+    assert report.versions[0].notes == [COLLECTED_NOTE]
+    data.segment(next(iter(kept))).joinpath(VECTORS_FILE).unlink()  # damage to a kept one
+    assert not verify.verify_data(data.root).ok
