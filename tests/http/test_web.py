@@ -150,12 +150,17 @@ def index_all(data: DataDir, embedder) -> None:
     assert report.published, report
 
 
+RLO_PATH = "ops/report\u202efdp.md"  # a right-to-left override: "report" then "pdf.md" reversed
+RLO = "# Quarterly report\n\nThe zeppelin hangar budget for the quarter.\n"
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, embedder) -> Iterator[Site]:
     root = tmp_path_factory.mktemp("web")
     docs = build_workspace(root / "docs")
     notes = pushed_workspace(
-        root / "notes", {"xss.md": XSS, "ops/deploy.md": DEPLOY, "ops/callouts.md": CALLOUTS}
+        root / "notes",
+        {"xss.md": XSS, "ops/deploy.md": DEPLOY, "ops/callouts.md": CALLOUTS, RLO_PATH: RLO},
     )
     data = DataDir(root / "data")
     data.ensure()
@@ -363,6 +368,17 @@ def test_typing_shows_hits_with_path_lines_commit_and_date(site, tab):
     assert top["marks"] == ["error", "E1234"]  # every word of the query, where it stands
     assert "q=error+E1234" in tab.page.url
     assert "No good match" not in tab.page.text_content("#summary")
+
+
+def test_a_path_that_overrides_direction_cannot_reverse_the_rest_of_the_line(site, tab):
+    search(tab, site, "zeppelin hangar budget")
+    [hit] = [h for h in hit_fields(tab.page) if "zeppelin" in h["snippet"]]
+    assert hit["where"].startswith("ops/report[U+202E]fdp.md:")
+    assert "\u202e" not in hit["meta"] and " · notes · " in hit["meta"]
+    isolated = tab.page.eval_on_selector_all(
+        "#results .hit .meta bdi", "bs => bs.map(b => getComputedStyle(b).unicodeBidi)"
+    )
+    assert isolated and set(isolated) == {"isolate"}
 
 
 def test_a_query_with_no_good_match_says_so(site, tab):

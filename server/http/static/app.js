@@ -160,6 +160,14 @@ function el(tag, attributes = {}, ...children) {
   return node;
 }
 
+// Text a document controls (titles, paths, breadcrumbs) in an element of its own whose
+// direction cannot spill into what follows, its bidirectional controls shown, not obeyed:
+// a right-to-left override in a path must not reverse the rest of the line.
+const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu;
+const visible = (text) =>
+  String(text ?? "").replace(BIDI_CONTROLS, (c) => `[U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}]`);
+const isolated = (tag, attributes, text) => el(tag, attributes, el("bdi", {}, visible(text)));
+
 const day = (iso) => (iso ? iso.slice(0, 10) : "");
 const short = (commit) => (commit || "").slice(0, 7);
 
@@ -239,17 +247,19 @@ function hitItem(hit, pattern, state) {
   return el(
     "li",
     { class: "hit" },
-    el("a", { class: "hit-title", href: link }, hit.title || hit.path),
-    hit.heading ? el("div", { class: "crumb" }, hit.heading) : null,
+    isolated("a", { class: "hit-title", href: link }, hit.title || hit.path),
+    hit.heading ? isolated("div", { class: "crumb" }, hit.heading) : null,
     el(
       "div",
       { class: "meta" },
-      el("code", { class: "where" }, `${hit.path}:${lines}`),
-      ` · ${hit.source} · `,
+      isolated("code", { class: "where" }, `${hit.path}:${lines}`),
+      " · ",
+      el("bdi", {}, visible(hit.source)),
+      " · ",
       el("code", { title: hit.commit }, short(hit.commit)),
       hit.modified ? ` · ${day(hit.modified)}` : "",
     ),
-    el("p", { class: "snippet" }, highlighted(snippet(hit.text, pattern), pattern)),
+    el("p", { class: "snippet" }, highlighted(visible(snippet(hit.text, pattern)), pattern)),
   );
 }
 
@@ -333,11 +343,13 @@ async function showPage(state) {
   }
   if (current !== state) return; // the reader went elsewhere meanwhile
   const page = view.page;
-  document.title = `${page.title || page.path} · docdex`;
-  $("page-title").textContent = page.title || page.path;
+  document.title = `${visible(page.title || page.path)} · docdex`;
+  $("page-title").replaceChildren(el("bdi", {}, visible(page.title || page.path)));
   $("page-meta").replaceChildren(
-    el("code", { class: "where" }, state.lines ? `${page.path}:${state.lines}` : page.path),
-    ` · ${page.source} · commit `,
+    isolated("code", { class: "where" }, state.lines ? `${page.path}:${state.lines}` : page.path),
+    " · ",
+    el("bdi", {}, visible(page.source)),
+    " · commit ",
     el("code", { title: page.commit }, short(page.commit)),
     page.modified ? ` · changed ${day(page.modified)}` : "",
     ` · ${view.lines} lines`,
