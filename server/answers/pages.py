@@ -60,17 +60,18 @@ class Paging(msgspec.Struct, frozen=True):
     end_line: int = 0  # 0: to the last line
     cursor: str = ""  # a next_cursor: continue there (the lines are then the cursor's)
 
-    def window(self, lines: Lines, doc_id: str, commit: str) -> tuple[Window, str]:
-        """The window to answer with and the cursor that continues it ("" when none)."""
+    def window(self, lines: Lines, doc_id: str, content: str) -> tuple[Window, str]:
+        """The window to answer with and the cursor that continues it ("" when none);
+        `content` is the page's blob sha, which a cursor must have been made on."""
         if self.cursor:
-            where = decode_cursor(self.cursor, doc_id, commit, len(lines.text))
+            where = decode_cursor(self.cursor, doc_id, content, len(lines.text))
             begin, stop = where.offset, where.stop
         else:
             begin, stop = lines.span(self.start_line, self.end_line)
         window = lines.window(begin, stop, self.max_chars)
         if window.next_offset is None:
             return window, ""
-        return window, encode_cursor(Cursor(doc_id, commit, window.next_offset, stop))
+        return window, encode_cursor(Cursor(doc_id, content, window.next_offset, stop))
 
 
 def page_document(engine: Engine, page: ServedPage, paging: Paging) -> Document:
@@ -86,6 +87,7 @@ def page_document(engine: Engine, page: ServedPage, paging: Paging) -> Document:
             engine,
             page,
             page.commit,
+            page.blob,
             lines,
             msgspec.structs.replace(paging, max_chars=budget),
             description=summary.description,
@@ -142,6 +144,7 @@ def chunk_document(engine: Engine, chunk: ChunkRecord, paging: Paging) -> Docume
         engine,
         chunk,
         page.commit if page else "",
+        page.blob if page else "",
         Lines(chunk.text, first_line=chunk.start_line),
         paging,
         chunk_id=chunk.chunk_id,
@@ -157,13 +160,14 @@ def _window(
     engine: Engine,
     of: ServedPage | ChunkRecord,
     commit: str,
+    content: str,
     lines: Lines,
     paging: Paging,
     **own: Any,
 ) -> Document:
     """The Document for the window `paging` picks in `lines`, the text of `of`."""
     window_of = of.chunk_id if isinstance(of, ChunkRecord) else of.doc_id
-    window, cursor = paging.window(lines, window_of, commit)
+    window, cursor = paging.window(lines, window_of, content)
     return Document(
         kind=kind,
         doc_id=of.doc_id,

@@ -27,7 +27,9 @@ class Window(msgspec.Struct, frozen=True):
 
 class Cursor(msgspec.Struct, frozen=True, array_like=True):
     doc_id: str
-    commit: str  # of the page the windows come from: a cursor outlives no change
+    # the blob sha of the page the windows come from: a cursor outlives no change, committed
+    # or not (a working-tree edit has no commit of its own)
+    content: str
     offset: int
     stop: int
 
@@ -133,7 +135,7 @@ def encode_cursor(cursor: Cursor) -> str:
     return _b64(msgspec.msgpack.encode(cursor))
 
 
-def decode_cursor(text: str, doc_id: str, commit: str, length: int) -> Cursor:
+def decode_cursor(text: str, doc_id: str, content: str, length: int) -> Cursor:
     """The cursor `text` names, checked against the document (of `length` characters) it is
     used with."""
     try:
@@ -147,10 +149,10 @@ def decode_cursor(text: str, doc_id: str, commit: str, length: int) -> Cursor:
             f"this cursor continues {shown(cursor.doc_id)}, not {shown(doc_id)}; "
             "pass it with the doc_id it came with"
         )
-    if cursor.commit != commit:
+    if cursor.content != content:
         raise InvalidArgument(
-            f"{shown(doc_id)} changed since this cursor was made (now at commit {commit[:12]}); "
-            "fetch it again without a cursor"
+            f"{shown(doc_id)} changed since this cursor was made (its text is now blob "
+            f"{content[:12]}); fetch it again without a cursor"
         )
     if not 0 <= cursor.offset < cursor.stop <= length:
         raise InvalidArgument("cursor is not one get_document returned; pass next_cursor unchanged")

@@ -10,10 +10,12 @@ import signal
 import subprocess
 import sys
 import threading
+from concurrent.futures import Future
 
 import pytest
 import watchfiles
 
+from docdex.errors import InvalidArgument
 from docdex.index_format.config import Config, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current, load_pages
@@ -28,6 +30,7 @@ from docdex.indexer.triggers.watch import (
     WatchLoop,
     watched_sources,
 )
+from docdex.server.boot import Boot, open_docs
 
 from fixtures import search_index, wait_for
 from gitrepo import Workspace, git
@@ -140,6 +143,27 @@ def test_worktree_run_indexes_uncommitted_files(tmp_path, ws, embedder):
 
     again = index_sources(data, config, embedder=embedder, worktree=True)
     assert not again.published  # nothing changed: nothing published
+
+
+def test_a_cursor_from_one_uncommitted_edit_is_refused_after_the_next(tmp_path, ws, embedder):
+    data = DataDir(tmp_path / "data")
+    config = configure(data, ws)
+    long = "# Long\n\n" + "".join(f"Line {n} of the first edit.\n\n" for n in range(200))
+    ws.write("long.md", long)
+    index_sources(data, config, embedder=embedder, worktree=True)
+    model: Future = Future()
+    model.set_result(embedder)
+    docs = open_docs(data, Boot(), model)
+    try:
+        first = docs.get_document("docs:long.md", max_chars=1_000)
+        assert first.commit == "" and first.next_cursor  # an edit no commit names
+        ws.write("long.md", long.replace("first", "other"))  # the same length, other words
+        assert index_sources(data, config, embedder=embedder, worktree=True).published
+        docs.holder.refresh()
+        with pytest.raises(InvalidArgument, match="changed since this cursor was made"):
+            docs.get_document("docs:long.md", cursor=first.next_cursor, max_chars=1_000)
+    finally:
+        docs.holder.stop()
 
 
 def test_branch_index_after_worktree_index_goes_back_to_the_commit(tmp_path, ws, embedder):
