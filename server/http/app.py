@@ -37,13 +37,14 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
 from starlette.routing import Mount
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from docdex.index_format.environment import DEFAULT_HOST, DEFAULT_PORT, ConnectionLimits
 from docdex.index_format.layout import DataDir
 from docdex.server.answers.docs import Docs
 from docdex.server.boot import Boot, open_docs
 from docdex.server.mcp.deferred import DeferredMCP
+from docdex.server.mcp.envelope import refusal
 
 from .auth import OPEN_PATHS, BearerAuth, HostCheck, allowed_hosts, check_bind
 from .auth import transport_security as make_transport_security
@@ -110,12 +111,57 @@ class PostOnly:
         self.path = path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] == self.path and scope["method"] != "POST":
+        if scope["type"] != "http" or scope["path"] != self.path:
+            await self.app(scope, receive, send)
+        elif scope["method"] != "POST":
             body = {"error": f"{self.path} takes POST only (streamable HTTP, stateless)"}
             reply = JSONResponse(body, status_code=405, headers={"Allow": "POST"})
             await reply(scope, receive, send)
+        else:
+            await self._checked(scope, receive, send)
+
+    async def _checked(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The body read first (up to the SDK's own bound, past which the SDK refuses it):
+        a message that is no JSON-RPC request is answered here (server/mcp/envelope.py)."""
+        body, more = await _read_body(receive, MAX_CHECKED_BODY)
+        problem = refusal(body) if not more else None
+        if problem is not None:
+            await JSONResponse(problem.reply(), status_code=400)(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        await self.app(scope, _replayed(body, more, receive), send)
+
+
+MAX_CHECKED_BODY = 4 * 1024 * 1024  # the SDK's DEFAULT_MAX_REQUEST_BODY_SIZE
+
+
+async def _read_body(receive: Receive, limit: int) -> tuple[bytes, bool]:
+    """The request's body up to `limit` bytes, and whether more follows."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(parts), False
+        parts.append(message.get("body", b""))
+        size += len(parts[-1])
+        if not message.get("more_body", False):
+            return b"".join(parts), False
+        if size > limit:
+            return b"".join(parts), True
+
+
+def _replayed(body: bytes, more: bool, receive: Receive) -> Receive:
+    """`receive` with the body already read given back first."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": more}
+
+    return replay
 
 
 def _build_mcp_app(docs: Docs, host: str, hosts: list[str]):

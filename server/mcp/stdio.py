@@ -12,18 +12,23 @@ been answered.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from concurrent.futures import Future
+from io import TextIOWrapper
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp_types import JSONRPCError, JSONRPCRequest, JSONRPCResponse
+from mcp_types import ErrorData, JSONRPCError, JSONRPCRequest, JSONRPCResponse
 
 from docdex.index_format.layout import DataDir
 from docdex.server.boot import Boot, open_docs
+
+from .envelope import Refusal, refusal
 
 if TYPE_CHECKING:
     from docdex.model.embedder import Embedder
@@ -53,12 +58,36 @@ async def serve_until_answered(mcp: MCPServer) -> None:
     has been answered."""
     server = mcp._lowlevel_server  # what run_stdio_async runs; the SDK has no public name
     pending = _Pending()
-    async with stdio_server() as (read_stream, write_stream):
+    stdin = TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+    lines = _CheckedLines(anyio.wrap_file(stdin))
+    async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
+        writing = _Writing(write_stream, pending)
+        lines.refuse = writing.refuse
         await server.run(
-            _Reading(read_stream, pending),
-            _Writing(write_stream, pending),
-            server.create_initialization_options(),
+            _Reading(read_stream, pending), writing, server.create_initialization_options()
         )
+
+
+class _CheckedLines:
+    """stdin's lines as the SDK reads them, but for those that are no JSON-RPC message:
+    those are answered here (envelope.py), since the SDK would answer them with nothing."""
+
+    def __init__(self, lines: AsyncIterable[str]) -> None:
+        self._lines = lines
+        self.refuse: Callable[[Refusal], Awaitable[None]] | None = None
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._checked()
+
+    async def _checked(self) -> AsyncIterator[str]:
+        async for line in self._lines:
+            if not line.strip():
+                continue
+            problem = refusal(line)
+            if problem is None:
+                yield line
+            elif self.refuse is not None:
+                await self.refuse(problem)
 
 
 class _Pending:
@@ -136,6 +165,12 @@ class _Writing:
     async def send(self, item: SessionMessage, /) -> None:
         await self._inner.send(item)
         self._pending.written(item)
+
+    async def refuse(self, problem: Refusal) -> None:
+        error = ErrorData(code=problem.code, message=problem.message)
+        await self._inner.send(
+            SessionMessage(JSONRPCError(jsonrpc="2.0", id=problem.id, error=error))
+        )
 
     async def aclose(self) -> None:
         await self._inner.aclose()

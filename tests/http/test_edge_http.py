@@ -2,6 +2,7 @@
 in raw HTTP (http.client: the headers exactly as written, bytes where needed):
 
 - GET /mcp answers 405 (Allow: POST), not an endless empty event stream; POST still works;
+- a body that is no JSON-RPC request is -32700 or -32600 (HTTP 400), never a notification;
 - Host and Origin are parsed and compared exactly, by docdex and the MCP transport alike;
 - a DOCDEX_TOKEN that is not printable ASCII is refused at start, with a clear message;
 - /health without the token says only whether the server is up.
@@ -80,6 +81,28 @@ def test_get_mcp_is_405_not_an_endless_stream(server):
 
     result = server.call_tool("search_docs", {"query": "E1234"})  # a real MCP client
     assert not result.is_error and result.structured_content["results"]
+
+
+MALFORMED = [
+    (b"{not json", -32700, None),
+    (b'[{"jsonrpc": "2.0", "id": 2, "method": "ping"}]', -32600, None),
+    (b'{"jsonrpc": "2.0", "id": null, "method": "ping"}', -32600, None),
+    (b'{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}', -32600, None),
+    (b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}', -32600, None),
+    (b'{"id": 7, "method": "ping"}', -32600, 7),
+    (b'{"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": [1, 2]}', -32600, 8),
+    (b'"ping"', -32600, None),
+]
+
+
+@pytest.mark.parametrize(("body", "code", "answer_to"), MALFORMED)
+def test_a_body_that_is_no_request_gets_the_json_rpc_error(server, body, code, answer_to):
+    status, _headers, reply = raw(
+        server, "POST", "/mcp", {**MCP_HEADERS, "Authorization": AUTH}, body
+    )
+    error = json.loads(reply)
+    assert status == 400 and error["error"]["code"] == code, reply
+    assert error["id"] == answer_to and "pydantic" not in reply.decode()
 
 
 # --- 4. Host and Origin ------------------------------------------------------------------------

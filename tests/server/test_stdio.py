@@ -168,12 +168,13 @@ def initialize(version: str = "2025-06-18") -> dict:
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
-def piped(data: DataDir, requests: list[dict]) -> list[dict]:
-    """`docdex mcp` given `requests` on a pipe closed as soon as they are written: its
-    replies, in the order it wrote them."""
+def piped(data: DataDir, requests: list[dict | str]) -> list[dict]:
+    """`docdex mcp` given `requests` (a string: a line as written) on a pipe closed as soon
+    as they are written: its replies, in the order it wrote them."""
+    lines = [r if isinstance(r, str) else json.dumps(r) for r in requests]
     done = subprocess.run(
         [sys.executable, "-m", "docdex.cli", "--data", str(data.root), "mcp"],
-        input="".join(json.dumps(r) + "\n" for r in requests),
+        input="".join(line + "\n" for line in lines),
         capture_output=True,
         text=True,
         timeout=120,
@@ -281,3 +282,19 @@ def test_with_another_watcher_mcp_watch_only_reads(tmp_path):
     assert f"another docdex process (pid {os.getpid()}) already watches" in logs
     assert "this process only reads" in logs
     assert not (data.state / "queue").exists() and load_current(data) is None  # nothing written
+
+
+def test_a_line_that_is_no_request_gets_the_json_rpc_error(indexed):
+    _ws, data = indexed
+    malformed = [
+        "{not json",
+        '[{"jsonrpc": "2.0", "id": 2, "method": "ping"}]',
+        '{"jsonrpc": "2.0", "id": null, "method": "ping"}',
+        '{"id": 7, "method": "ping"}',
+        '{"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": [1, 2]}',
+    ]
+    ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
+    replies = piped(data, [initialize(), INITIALIZED, *malformed, ping])
+    errors = [(r["id"], r["error"]["code"]) for r in replies[1:-1]]
+    assert errors == [(None, -32700), (None, -32600), (None, -32600), (7, -32600), (8, -32600)]
+    assert replies[-1] == {"jsonrpc": "2.0", "id": 9, "result": {}}
