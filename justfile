@@ -37,6 +37,10 @@ bench *ARGS: setup
 faults *ARGS: setup
     {{bin}}/python -m bench.faults {{ARGS}}
 
+# The official MCP conformance suite against a real `docdex serve` (npm; docs/clients.md).
+conformance: setup
+    {{bin}}/python -m bench.conformance
+
 # The ranking evaluation's scripts (bench/ranking): `just ranking check`, `just ranking sweep`.
 ranking *ARGS: setup
     {{bin}}/python -m bench.ranking {{ARGS}}
