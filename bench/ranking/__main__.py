@@ -10,6 +10,7 @@ COMMANDS = {  # command -> what it does; its module is the command, "-" written 
     "check": "validate the query sets: format, split rule, the corpora",
     "report": "score every set per split with `docdex eval`, as a markdown table",
     "sweep": "sweep the adaptive fusion's dense trust over the answerable sets",
+    "loco": "choose ranking settings by corpora held out of the choice (leave one out)",
     "reach": "count the judged sections today's chunker can reach",
     "copies": "judge the other PowerShell-Docs versions' copies of a section as answers",
     "long-pages": "list the long pages of a corpus",

@@ -63,6 +63,14 @@ def candidates() -> list[Candidate]:
                         _setting(adaptive_k=k, dense_trust=trust, adaptive_heading_weight=heading),
                     )
                 )
+    for words in (6, 8, 10, 12):
+        for literals in (True, False):
+            out.append(
+                Candidate(
+                    f"default, prose from {words} words{'' if literals else ' no literal bonus'}",
+                    _setting(prose_words=words, prose_literals=literals),
+                )
+            )
     unique: dict[EngineSettings, Candidate] = {}
     for candidate in out:
         unique.setdefault(candidate.settings, candidate)

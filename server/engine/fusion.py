@@ -29,17 +29,19 @@ def fuse(ctx: QueryContext, candidates: list[Candidate]) -> None:
         for c in candidates:
             c.score = c.bm25 if fusion is Fusion.BM25 else c.dense
         return
+    prose = False
     if fusion is Fusion.ADAPTIVE:
         adaptive(candidates, settings.adaptive_k, settings.dense_trust)
         heading_weight = settings.adaptive_heading_weight
+        prose = 0 < settings.prose_words <= len(profile.text.split())
     else:
         lexical = profile.lexical
         weighted(candidates, settings.lexical_weights if lexical else settings.prose_weights)
         heading_weight = settings.heading_weight
-    if profile.terms and not profile.identifier:
+    if profile.terms and not profile.identifier and not prose:
         for c in candidates:
             c.score += heading_weight * heading_overlap(ctx, c)
-    if profile.literals:
+    if profile.literals and (settings.prose_literals or not prose):
         for c in candidates:
             if contains_literals(c, profile.literals):
                 c.score += settings.literal_bonus

@@ -85,6 +85,11 @@ class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
     adaptive_k: int = 10
     dense_trust: DenseTrust = DenseTrust(start=0.70, slope=20.0)
     adaptive_heading_weight: float = 0.5
+    # A query of at least this many words (0: none) is a request in prose: the adaptive
+    # fusion gives it reciprocal ranks alone, without the heading overlap, and without the
+    # literal bonus unless `prose_literals` (docs/retrieval.md, "Query form").
+    prose_words: int = 0
+    prose_literals: bool = True
     # The weighted fusion's weights for prose and for lexical (identifier-like or short)
     # queries, and its weight of the query/section-heading overlap.
     prose_weights: FusionWeights = FusionWeights(lexical=0.5, dense=1.0)

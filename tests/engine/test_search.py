@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
+from types import SimpleNamespace
 
 import msgspec
 import numpy as np
@@ -29,7 +30,7 @@ from docdex.server.engine import (
 )
 from docdex.server.engine.candidates import Candidate
 from docdex.server.engine.dense import best_cosine, chunk_cosines
-from docdex.server.engine.fusion import adaptive
+from docdex.server.engine.fusion import adaptive, fuse
 from docdex.server.engine.loaded import LoadedVersion
 from docdex.server.engine.query import QueryContext, QueryProfile, profile_query
 from docdex.server.engine.rerank import (
@@ -639,6 +640,26 @@ def test_adaptive_fusion_trusts_the_dense_list_more_when_its_best_match_is_close
     wary = DenseTrust(start=0.85, slope=20.0)  # a start above .80: equal weights
     adaptive(everything, K, wary)
     assert lexical.score > semantic.score
+
+
+def test_a_request_in_prose_is_fused_by_reciprocal_ranks_alone():
+    question = "how do I raise max_connections when the server sits behind a busy proxy"
+    profile = profile_query(question)
+    assert profile.literals == ["max_connections"] and len(question.split()) == 13
+    holds = Candidate(None, 0, 0, bm25=1.0, bm25_rank=2, dense=0.5)
+    other = Candidate(None, 0, 1, bm25=2.0, bm25_rank=1, dense=0.6)
+    holds._record = SimpleNamespace(text="Set max_connections = 50 in docdex.toml.")  # type: ignore[assignment]
+    other._record = SimpleNamespace(text="A proxy in front of the server.")  # type: ignore[assignment]
+
+    def literal_wins(**settings) -> bool:
+        chosen = msgspec.structs.replace(DEFAULT_SETTINGS, **settings)
+        fuse(QueryContext(None, chosen, None, profile, None), [holds, other])  # type: ignore[arg-type]
+        return holds.score > other.score
+
+    assert literal_wins()  # the literal bonus lifts the chunk that holds it
+    assert not literal_wins(prose_words=12, prose_literals=False)  # prose: ranks alone
+    assert literal_wins(prose_words=12, prose_literals=True)
+    assert literal_wins(prose_words=14, prose_literals=False)  # shorter than prose
 
 
 def test_every_fusion_ranks(engine):
