@@ -192,10 +192,15 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def write_results(name: str, figures: list[Figure], raw: object) -> Path:
+def write_results(
+    name: str, figures: list[Figure], raw: object, seconds: float | None = None
+) -> Path:
     """Keep a benchmark's run: its summary in bench/results/NAME.json, its table in
-    docs/benchmarks.md rewritten from it, and `raw` (timings, records) in the bench cache."""
-    path = record(summarise(name, figures), raw)
+    docs/benchmarks.md rewritten from it, and `raw` (timings, records) in the bench cache;
+    `seconds`: how long the run took, when it says."""
+    path = record(
+        summarise(name, figures, seconds=None if seconds is None else round(seconds)), raw
+    )
     for problem in tables.update(tables.BENCHMARKS, [name]):
         say(f"[bench] {problem}")
     return path

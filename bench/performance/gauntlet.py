@@ -37,7 +37,7 @@ from docdex.server.answers.budget import MAX_MAX_CHARS
 from docdex.server.answers.docs import Docs
 from docdex.server.boot import Boot, open_docs
 
-from bench.common import CACHE, CORPORA, SHARED, Figure, git, say
+from bench.common import CACHE, CORPORA, SHARED, Figure, git, say, write_results
 from bench.residue import MARKUP_RESIDUE
 
 SHAPES = ("full", "shallow", "partial", "limited")
@@ -289,7 +289,9 @@ ORDER = ("mkdocs", "vite", "apm", "rustc", "rustbook", "hugo", "msmarco", "power
 
 def bench_gauntlet(corpora: list[str] | None = None) -> list[Figure]:
     chosen = corpora or [c for c in ORDER if (SHARED / "corpora" / CORPORA[c][0]).exists()]
+    started = time.monotonic()
     figures = []
     for corpus in chosen:
         figures += gauntlet_corpus(corpus, CACHE / "gauntlet" / corpus)
+    write_results("gauntlet", figures, {"corpora": chosen}, time.monotonic() - started)
     return figures
