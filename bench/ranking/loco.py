@@ -43,34 +43,52 @@ class Candidate:
 
 
 def _setting(**fields: object) -> EngineSettings:
+    """The shipped default, no rerank, with `fields` changed."""
     return msgspec.structs.replace(DEFAULT_SETTINGS, reranker="none", **fields)
 
 
+def _adaptive(**fields: object) -> EngineSettings:
+    """The adaptive fusion with no query form (every query fused alike), `fields` changed."""
+    return _setting(prose_words=0, **fields)
+
+
 def candidates() -> list[Candidate]:
-    """The shipped default first, then RRF at several rank constants and the adaptive
-    fusion's variants: its rank constant, its dense trust and its heading weight."""
+    """The shipped default first; then the adaptive fusion with every query alike (the
+    default before the query form), the weighted fusion and RRF at several rank constants;
+    the adaptive variants (rank constant, dense trust, heading weight); and the query form,
+    prose from a number of words, fused by the adaptive ranks (with or without the literal
+    bonus) or by RRF."""
     out = [
         Candidate("default", _setting()),
-        Candidate("weighted", _setting(fusion=Fusion.WEIGHTED)),
+        Candidate("adaptive, every query alike", _adaptive()),
+        Candidate("weighted", _adaptive(fusion=Fusion.WEIGHTED)),
     ]
-    out += [Candidate(f"rrf k={k}", _setting(fusion=Fusion.RRF, rrf_k=k)) for k in (10, 30, 60)]
+    out += [Candidate(f"rrf k={k}", _adaptive(fusion=Fusion.RRF, rrf_k=k)) for k in (10, 30, 60)]
     for k in (10, 30, 60):
         for label, trust in (("trust .70/20", DenseTrust(0.70, 20.0)), ("equal", NEVER)):
             for heading in (0.0, 0.5):
                 out.append(
                     Candidate(
                         f"adaptive k={k} {label} heading {heading:g}",
-                        _setting(adaptive_k=k, dense_trust=trust, adaptive_heading_weight=heading),
+                        _adaptive(adaptive_k=k, dense_trust=trust, adaptive_heading_weight=heading),
                     )
                 )
     for words in (6, 8, 10, 12):
         for literals in (True, False):
             out.append(
                 Candidate(
-                    f"default, prose from {words} words{'' if literals else ' no literal bonus'}",
-                    _setting(prose_words=words, prose_literals=literals),
+                    f"prose from {words} words{'' if literals else ' no literal bonus'}",
+                    _setting(
+                        prose_words=words, prose_literals=literals, prose_fusion=Fusion.ADAPTIVE
+                    ),
                 )
             )
+        out.append(
+            Candidate(
+                f"prose from {words} words by RRF k=10",
+                _setting(prose_words=words, prose_literals=False, prose_fusion=Fusion.RRF),
+            )
+        )
     unique: dict[EngineSettings, Candidate] = {}
     for candidate in out:
         unique.setdefault(candidate.settings, candidate)

@@ -31,9 +31,12 @@ def fuse(ctx: QueryContext, candidates: list[Candidate]) -> None:
         return
     prose = False
     if fusion is Fusion.ADAPTIVE:
-        adaptive(candidates, settings.adaptive_k, settings.dense_trust)
-        heading_weight = settings.adaptive_heading_weight
         prose = 0 < settings.prose_words <= len(profile.text.split())
+        if prose and Fusion(settings.prose_fusion) is Fusion.RRF:
+            rrf(candidates, settings.adaptive_k)
+        else:
+            adaptive(candidates, settings.adaptive_k, settings.dense_trust)
+        heading_weight = settings.adaptive_heading_weight
     else:
         lexical = profile.lexical
         weighted(candidates, settings.lexical_weights if lexical else settings.prose_weights)

@@ -86,10 +86,13 @@ class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
     dense_trust: DenseTrust = DenseTrust(start=0.70, slope=20.0)
     adaptive_heading_weight: float = 0.5
     # A query of at least this many words (0: none) is a request in prose: the adaptive
-    # fusion gives it reciprocal ranks alone, without the heading overlap, and without the
-    # literal bonus unless `prose_literals` (docs/retrieval.md, "Query form").
-    prose_words: int = 0
-    prose_literals: bool = True
+    # fusion gives it reciprocal ranks alone (`prose_fusion`: RRF with k = adaptive_k over
+    # the two lists' ranks, or the adaptive ranks), without the heading overlap, and without
+    # the literal bonus unless `prose_literals`. Chosen leaving one corpus out of eight
+    # (docs/retrieval.md, "Query form"; adr/0035).
+    prose_words: int = 8
+    prose_literals: bool = False
+    prose_fusion: Fusion = Fusion.RRF
     # The weighted fusion's weights for prose and for lexical (identifier-like or short)
     # queries, and its weight of the query/section-heading overlap.
     prose_weights: FusionWeights = FusionWeights(lexical=0.5, dense=1.0)

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from concurrent.futures import Future
 from io import TextIOWrapper
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Self, cast
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -111,12 +111,30 @@ class _Pending:
                 self.none_left.set()
 
 
-class _Reading:
-    """The read side of stdio: at end of input, it ends once nothing is pending."""
+class _Wrapped:
+    """A stream of the SDK's stdio transport, wrapped: closing it closes the inner one."""
 
     def __init__(self, inner: Any, pending: _Pending) -> None:
         self._inner = inner
         self._pending = pending
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class _Reading(_Wrapped):
+    """The read side of stdio: at end of input, it ends once nothing is pending."""
 
     def __getattr__(self, name: str) -> Any:  # last_context and the like: the inner stream's
         return getattr(self._inner, name)
@@ -131,9 +149,6 @@ class _Reading:
         self._pending.read(item)
         return item
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
     def __aiter__(self) -> _Reading:
         return self
 
@@ -143,24 +158,9 @@ class _Reading:
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
-    async def __aenter__(self) -> _Reading:
-        return self
 
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-
-class _Writing:
+class _Writing(_Wrapped):
     """The write side of stdio, noting each answer as it goes out."""
-
-    def __init__(self, inner: Any, pending: _Pending) -> None:
-        self._inner = inner
-        self._pending = pending
 
     async def send(self, item: SessionMessage, /) -> None:
         await self._inner.send(item)
@@ -171,17 +171,3 @@ class _Writing:
         await self._inner.send(
             SessionMessage(JSONRPCError(jsonrpc="2.0", id=problem.id, error=error))
         )
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _Writing:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

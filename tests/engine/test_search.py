@@ -656,10 +656,11 @@ def test_a_request_in_prose_is_fused_by_reciprocal_ranks_alone():
         fuse(QueryContext(None, chosen, None, profile, None), [holds, other])  # type: ignore[arg-type]
         return holds.score > other.score
 
-    assert literal_wins()  # the literal bonus lifts the chunk that holds it
-    assert not literal_wins(prose_words=12, prose_literals=False)  # prose: ranks alone
-    assert literal_wins(prose_words=12, prose_literals=True)
-    assert literal_wins(prose_words=14, prose_literals=False)  # shorter than prose
+    assert literal_wins(prose_words=0)  # every query alike: the literal bonus lifts it
+    assert not literal_wins()  # the default: a 13-word question is prose, ranks alone
+    assert not literal_wins(prose_fusion=Fusion.ADAPTIVE)
+    assert literal_wins(prose_fusion=Fusion.ADAPTIVE, prose_literals=True)
+    assert literal_wins(prose_words=14)  # shorter than prose
 
 
 def test_every_fusion_ranks(engine):

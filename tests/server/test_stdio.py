@@ -196,8 +196,9 @@ def test_every_request_piped_in_before_end_of_input_is_answered(indexed):
             {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call},
         ],
     )
-    assert [r.get("id") for r in replies] == [1, 2, 3]
-    assert "docs:faq.md" in json.dumps(replies[2]["result"])
+    by_id = {r.get("id"): r for r in replies}  # answered in any order, each once
+    assert len(replies) == 3 and set(by_id) == {1, 2, 3}
+    assert "docs:faq.md" in json.dumps(by_id[3]["result"])
 
 
 def test_what_docdex_does_not_offer_gets_the_specification_s_errors(indexed):
@@ -295,6 +296,7 @@ def test_a_line_that_is_no_request_gets_the_json_rpc_error(indexed):
     ]
     ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
     replies = piped(data, [initialize(), INITIALIZED, *malformed, ping])
-    errors = [(r["id"], r["error"]["code"]) for r in replies[1:-1]]
-    assert errors == [(None, -32700), (None, -32600), (None, -32600), (7, -32600), (8, -32600)]
-    assert replies[-1] == {"jsonrpc": "2.0", "id": 9, "result": {}}
+    errors = sorted((r["id"] or 0, r["error"]["code"]) for r in replies if "error" in r)
+    assert errors == [(0, -32700), (0, -32600), (0, -32600), (7, -32600), (8, -32600)]
+    answered = {r["id"]: r for r in replies if "result" in r}  # refusals may come first
+    assert set(answered) == {1, 9} and answered[9]["result"] == {}
