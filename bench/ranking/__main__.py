@@ -11,6 +11,7 @@ COMMANDS = {  # command -> what it does; its module is the command, "-" written 
     "report": "score every set per split with `docdex eval`, as a markdown table",
     "sweep": "sweep the adaptive fusion's dense trust over the answerable sets",
     "loco": "choose ranking settings by corpora held out of the choice (leave one out)",
+    "answers-alone": "how often a top-3 hit holds the whole judged section, and its size",
     "reach": "count the judged sections today's chunker can reach",
     "copies": "judge the other PowerShell-Docs versions' copies of a section as answers",
     "long-pages": "list the long pages of a corpus",
