@@ -162,6 +162,44 @@ def changed_markdown(corpus: str, commit: str) -> tuple[int, int]:
     return files, sum(int(size) for size in sizes.split())
 
 
+def blobs_at_head(repo: Path) -> dict[str, bytes]:
+    """path -> content of every file blob at the repository's HEAD that it holds (a partial
+    clone's missing blobs are left out, symlinks too: the indexer reads through them)."""
+    listing = subprocess.run(
+        ["git", "-C", str(repo), "ls-tree", "-r", "-z", "HEAD"], capture_output=True, check=True
+    ).stdout
+    entries = []
+    for line in filter(None, listing.split(b"\0")):
+        meta, path = line.split(b"\t", 1)
+        mode, kind, sha = meta.split()
+        if kind == b"blob" and mode != b"120000":
+            entries.append((path.decode("utf-8", "surrogateescape"), sha))
+    out = subprocess.run(
+        ["git", "-C", str(repo), "cat-file", "--batch"],
+        input=b"".join(sha + b"\n" for _, sha in entries),
+        capture_output=True,
+        check=True,
+    ).stdout
+    blobs, at = {}, 0
+    for path, _ in entries:
+        header_end = out.index(b"\n", at)
+        header = out[at:header_end].split()
+        if header[-1] == b"missing":
+            at = header_end + 1
+            continue
+        size = int(header[2])
+        blobs[path] = out[header_end + 1 : header_end + 1 + size]
+        at = header_end + 2 + size
+    return blobs
+
+
+def first_differing_line(served: str, expected: str) -> int | str:
+    """The first line (from 1) where two texts differ, or "past the end" when one is the
+    other's start."""
+    pairs = zip(served.split("\n"), expected.split("\n"), strict=False)
+    return next((n for n, (a, b) in enumerate(pairs, 1) if a != b), "past the end")
+
+
 def theil_sen(x: list[float], y: list[float]) -> tuple[float, float]:
     """(intercept, slope) of a line through (x, y) that outliers barely move: the median of
     the slopes between pairs of points, then the median intercept under that slope."""

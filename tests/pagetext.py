@@ -19,6 +19,7 @@ from docdex.index_format.records import ChunkerSettings, ParsedPage
 from docdex.indexer.chunking.markdown import parse_page
 from docdex.indexer.git.blobs import decode_markdown
 
+from bench.common import blobs_at_head, first_differing_line
 from paths import SHARED
 
 
@@ -46,8 +47,7 @@ def assert_served_whole(text: str, page: ParsedPage, max_chars: int) -> None:
     assert all(len(chunk.text) <= max_chars for chunk in page.chunks)
     rebuilt, expected = reassemble(page.chunks, page.front_matter), served_text(text)
     if rebuilt != expected:  # name the first line that differs, not the whole page
-        pairs = zip(rebuilt.split("\n"), expected.split("\n"), strict=False)
-        line = next((n for n, (a, b) in enumerate(pairs, 1) if a != b), "past the end")
+        line = first_differing_line(rebuilt, expected)
         raise AssertionError(f"line {line} is not served as it is in the file")
 
 
@@ -122,7 +122,7 @@ def corpus_at_head(name: str, root: Path) -> Corpus:
         ],
         check=True,
     )
-    blobs = _blobs_at_head(bare)
+    blobs = blobs_at_head(bare)
     pages = {}
     for path, data in blobs.items():
         if path.lower().endswith(PAGE_SUFFIXES):
@@ -130,29 +130,6 @@ def corpus_at_head(name: str, root: Path) -> Corpus:
             if isinstance(text, str):  # else a file the indexer refuses (binary, UTF-16)
                 pages[path] = text
     return Corpus(name, pages, blobs)
-
-
-def _blobs_at_head(bare: Path) -> dict[str, bytes]:
-    listing = subprocess.run(
-        ["git", "-C", str(bare), "ls-tree", "-r", "-z", "HEAD"], capture_output=True, check=True
-    ).stdout
-    entries = []
-    for record in filter(None, listing.split(b"\0")):
-        meta, path = record.split(b"\t", 1)
-        mode, kind, sha = meta.split()
-        if kind == b"blob" and mode != b"120000":  # symlinks are read through elsewhere
-            entries.append((path.decode("utf-8", "surrogateescape"), sha))
-    requests = b"".join(sha + b"\n" for _, sha in entries)
-    out = subprocess.run(
-        ["git", "-C", str(bare), "cat-file", "--batch"], input=requests, capture_output=True
-    ).stdout
-    blobs, at = {}, 0
-    for path, _ in entries:
-        header_end = out.index(b"\n", at)
-        size = int(out[at:header_end].split()[2])
-        blobs[path] = out[header_end + 1 : header_end + 1 + size]
-        at = header_end + 2 + size
-    return blobs
 
 
 # --- generated markdown: what breaks chunkers and renderers -------------------------------

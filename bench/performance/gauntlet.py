@@ -37,7 +37,17 @@ from docdex.server.answers.budget import MAX_MAX_CHARS
 from docdex.server.answers.docs import Docs
 from docdex.server.boot import Boot, open_docs
 
-from bench.common import CACHE, CORPORA, SHARED, Figure, git, say, write_results
+from bench.common import (
+    CACHE,
+    CORPORA,
+    SHARED,
+    Figure,
+    blobs_at_head,
+    first_differing_line,
+    git,
+    say,
+    write_results,
+)
 from bench.residue import MARKUP_RESIDUE
 
 SHAPES = ("full", "shallow", "partial", "limited")
@@ -48,7 +58,7 @@ _QUIET_GIT = ("-c", "gc.auto=0", "-c", "advice.detachedHead=false")
 
 
 class IndexRun(msgspec.Struct):
-    """What one `docdex index` process did, as it said and as the kernel measured it."""
+    """What one `docdex index` process did: its report's figures and its time."""
 
     crashed: str  # "" or why the run counts as a crash
     problems: list[str]
@@ -119,32 +129,13 @@ def repositories(corpus: str, root: Path) -> dict[str, Path]:
 
 
 def head_pages(repo: Path) -> dict[str, str]:
-    """path -> the text `get_document` must serve, for each markdown blob the head has."""
-    listing = git("-C", str(repo), "ls-tree", "-r", "-z", "HEAD").split("\0")
-    entries = []
-    for record in filter(None, listing):
-        meta, path = record.split("\t", 1)
-        _mode, kind, sha = meta.split()
-        if kind == "blob":
-            entries.append((path, sha))
-    out = subprocess.run(
-        ["git", "-C", str(repo), "cat-file", "--batch"],
-        input="".join(f"{sha}\n" for _, sha in entries).encode(),
-        capture_output=True,
-        check=True,
-    ).stdout
-    pages, at = {}, 0
-    for path, _ in entries:
-        end = out.index(b"\n", at)
-        header = out[at:end].split()
-        if header[-1] == b"missing":
-            at = end + 1
-            continue
-        size = int(header[2])
-        text = decode_markdown(path, out[end + 1 : end + 1 + size], _NO_SIZE_LIMIT)
+    """path -> the text `get_document` must serve, for each file the head has that the
+    indexer decodes as a page."""
+    pages = {}
+    for path, data in blobs_at_head(repo).items():
+        text = decode_markdown(path, data, _NO_SIZE_LIMIT)
         if isinstance(text, str):
             pages[path] = served_text(text)
-        at = end + 2 + size
     return pages
 
 
@@ -158,10 +149,9 @@ def index_once(data: Path, source: str) -> IndexRun:
     command = [sys.executable, "-m", "docdex.cli", "--data", str(data), "index", source, "--json"]
     proc = subprocess.run(command, capture_output=True)
     seconds = time.monotonic() - started
-    crashed = _crash(proc.returncode, proc.stdout, proc.stderr)
-    if crashed:
+    report, crashed = _report_or_crash(proc.returncode, proc.stdout, proc.stderr)
+    if report is None:
         return IndexRun(crashed, [], 0, seconds, float("nan"))
-    report = msgspec.json.decode(proc.stdout)
     problems = []
     for entry in report["sources"]:
         problems += [f"{p['path']}: {p['problem']}" for p in entry.get("problems", [])]
@@ -169,16 +159,16 @@ def index_once(data: Path, source: str) -> IndexRun:
     return IndexRun("", problems, report["windows_embedded"], seconds, report["peak_rss_mb"])
 
 
-def _crash(status: int, stdout: bytes, stderr: bytes) -> str:
+def _report_or_crash(status: int, stdout: bytes, stderr: bytes) -> tuple[dict | None, str]:
+    """The run's report, or None and why the run counts as a crash."""
     if status < 0:
-        return f"killed by signal {-status}"
+        return None, f"killed by signal {-status}"
     if b"Traceback (most recent call last)" in stderr:
-        return "a traceback: " + stderr.decode(errors="replace").strip().splitlines()[-1]
+        return None, "a traceback: " + stderr.decode(errors="replace").strip().splitlines()[-1]
     try:
-        msgspec.json.decode(stdout)
+        return msgspec.json.decode(stdout), ""
     except msgspec.DecodeError:
-        return f"exit status {status} and no report: {stderr.decode(errors='replace')[-300:]}"
-    return ""
+        return None, f"exit status {status} and no report: {stderr.decode(errors='replace')[-300:]}"
 
 
 # --- reading back ---------------------------------------------------------------------------
@@ -224,9 +214,7 @@ def whole_text(docs: Docs, doc_id: str) -> str:
 def _first_difference(served: str, expected: str | None) -> str:
     if expected is None:
         return "no such page at the head"
-    pairs = zip(served.split("\n"), expected.split("\n"), strict=False)
-    line = next((n for n, (a, b) in enumerate(pairs, 1) if a != b), "past the end")
-    return f"line {line} differs"
+    return f"line {first_differing_line(served, expected)} differs"
 
 
 # --- the bench ------------------------------------------------------------------------------

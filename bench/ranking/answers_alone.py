@@ -25,6 +25,7 @@ from docdex.server.engine import Engine
 
 from .check import HERE, SETS
 from .report import parse_index
+from bench.tables import markdown
 
 TOP = 3
 
@@ -83,10 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             if of == corpus and name.endswith("handwritten.jsonl"):
                 rows.append(measure(engine, HERE / name, source))
         engine.close()
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
-        if row is rows[0]:
-            print("|" + "---|" * len(row))
+    print("\n".join(markdown(rows)))
     return 0
 
 

@@ -1,6 +1,6 @@
 """Choose ranking settings by corpora held out of the choice (leave one corpus out).
 
-    python -m bench.ranking.loco --index apm=DIR[:SOURCE] --index rustc=DIR ... [--markdown]
+    python -m bench.ranking.loco --index apm=DIR[:SOURCE] --index rustc=DIR ... [--dump FILE]
 
 Every answerable set of every corpus given (bench/ranking/sets and the shared query files;
 a set is a file's queries of one class) is retrieved once; each candidate setting then
@@ -32,6 +32,7 @@ from docdex.server.engine import DEFAULT_SETTINGS, DenseTrust, Engine, EngineSet
 
 from .report import parse_index
 from .sweep import BASELINES, Retrieved, answerable_files, floor_of, score
+from bench.tables import markdown
 
 NEVER = DenseTrust(start=1.0, slope=0.0)  # the dense list never weighs more than BM25's
 
@@ -128,10 +129,12 @@ def misses_and_margin(sets: list[ScoredSet], name: str) -> tuple[int, float]:
 
 def choose(sets: list[ScoredSet], cands: list[Candidate]) -> str:
     """The candidate with the fewest sets below their floor, then the largest mean margin."""
-    return min(
-        (c.name for c in cands),
-        key=lambda n: (misses_and_margin(sets, n)[0], -misses_and_margin(sets, n)[1]),
-    )
+
+    def rank(name: str) -> tuple[int, float]:
+        missed, mean = misses_and_margin(sets, name)
+        return missed, -mean
+
+    return min((c.name for c in cands), key=rank)
 
 
 def folds(sets: list[ScoredSet], cands: list[Candidate]) -> list[list[str]]:
@@ -177,11 +180,7 @@ def margins(sets: list[ScoredSet], cands: list[Candidate]) -> list[list[str]]:
 
 
 def print_table(rows: list[list[str]]) -> None:
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
-        if row is rows[0]:
-            print("|" + "---|" * len(row))
-    print()
+    print("\n".join([*markdown(rows), ""]))
 
 
 def main(argv: list[str] | None = None) -> int:

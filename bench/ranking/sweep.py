@@ -31,6 +31,7 @@ from docdex.server.engine import DEFAULT_SETTINGS, DenseTrust, Engine, Fusion, R
 from .check import HERE, SETS, expected_split
 from .report import SHARED, parse_index
 from bench.common import EVAL, EVAL_FILES
+from bench.tables import markdown
 
 SINGLE_RETRIEVER_SLACK = 0.01  # at most a point below the better single retriever
 BASELINES = (Fusion.BM25, Fusion.DENSE, Fusion.RRF)
@@ -138,10 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     swept = [DenseTrust(a, b) for a, b in itertools.product(args.start, args.slope)]
     trusts = [default, *(t for t in swept if t != default)]
     table = [header(trusts), *sweep(groups, trusts)]
-    for row in table:
-        print("| " + " | ".join(row) + " |")
-        if row is table[0]:
-            print("|" + "---|" * len(row))
+    print("\n".join(markdown(table)))
     return 0
 
 

@@ -66,14 +66,14 @@ class SegmentStream:
     """Writes the pages it is given as segments of about `segment_chunks` chunks.
 
     `reusable` maps content hashes to chunks whose vectors may be copied (the pages this
-    run removed); the stream adds every chunk it writes, so a text seen again later in the
-    run is copied from this run's segment rather than embedded twice. `library` gives every
-    chunk of the version the run starts from, by content hash, once a ref read whole has
-    called `reuse_any_source`: a source holding what another already holds (a checkout of
-    an indexed bare repository, a mirror, a new source over the same files) copies their
-    vectors. `segment_chunks`
-    holds an old segment's chunk count (for its token arrays) by segment id. The model is
-    loaded (`load_model`) only when a text has to be embedded.
+    run removed); the stream adds every chunk it writes, so a text seen again later in
+    the run is copied from this run's segment rather than embedded twice. `library`
+    gives every chunk of the version the run starts from, by content hash, once a ref
+    read whole has called `reuse_any_source`: a source holding what another already
+    holds (a checkout of an indexed bare repository, a mirror, a new source over the
+    same files) copies their vectors. `segment_chunks` holds an old segment's chunk
+    count (for its token arrays) by segment id. The model is loaded (`load_model`) only
+    when a text has to be embedded.
     """
 
     def __init__(

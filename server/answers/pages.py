@@ -86,8 +86,7 @@ def page_document(engine: Engine, page: ServedPage, paging: Paging) -> Document:
             "page",
             engine,
             page,
-            page.commit,
-            page.blob,
+            page,
             lines,
             msgspec.structs.replace(paging, max_chars=budget),
             description=summary.description,
@@ -143,8 +142,7 @@ def chunk_document(engine: Engine, chunk: ChunkRecord, paging: Paging) -> Docume
         "chunk",
         engine,
         chunk,
-        page.commit if page else "",
-        page.blob if page else "",
+        page,
         Lines(chunk.text, first_line=chunk.start_line),
         paging,
         chunk_id=chunk.chunk_id,
@@ -159,15 +157,16 @@ def _window(
     kind: str,
     engine: Engine,
     of: ServedPage | ChunkRecord,
-    commit: str,
-    content: str,
+    page: ServedPage | None,
     lines: Lines,
     paging: Paging,
     **own: Any,
 ) -> Document:
-    """The Document for the window `paging` picks in `lines`, the text of `of`."""
+    """The Document for the window `paging` picks in `lines`, the text of `of`, a part of
+    `page` (whose commit it answers with, and whose blob its cursor is made on)."""
     window_of = of.chunk_id if isinstance(of, ChunkRecord) else of.doc_id
-    window, cursor = paging.window(lines, window_of, content)
+    commit = page.commit if page else ""
+    window, cursor = paging.window(lines, window_of, page.blob if page else "")
     return Document(
         kind=kind,
         doc_id=of.doc_id,

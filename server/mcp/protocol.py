@@ -21,6 +21,9 @@ from .resources import CONNECTING
 
 
 def keep_to_the_protocol(mcp: MCPServer) -> None:
+    """Call once every tool is registered: the tools' names are read at the first call."""
+    tools: list[str] = []
+
     async def check(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
         params = ctx.params if isinstance(ctx.params, dict) else {}
         if ctx.method == "prompts/get":
@@ -29,12 +32,13 @@ def keep_to_the_protocol(mcp: MCPServer) -> None:
                 message=f"no prompt named {params.get('name')!r}: docdex offers no prompts",
             )
         if ctx.method == "tools/call":
-            known = [tool.name for tool in await mcp.list_tools()]
-            if params.get("name") not in known:
+            if not tools:
+                tools.extend(tool.name for tool in await mcp.list_tools())
+            if params.get("name") not in tools:
                 raise MCPError(
                     code=INVALID_PARAMS,
                     message=f"unknown tool {params.get('name')!r}; the tools are "
-                    + ", ".join(known),
+                    + ", ".join(tools),
                 )
         if ctx.method == "tools/list" and params.get("cursor") is not None:
             raise MCPError(
