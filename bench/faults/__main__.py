@@ -26,6 +26,7 @@ from bench.summary import record, summarise
 
 SCENARIOS = {  # name -> module
     "fuzz": "fuzz",
+    "probe": "probe",
     "disk-full": "diskfull",
     "crash": "crash",
     "damage": "damage",
