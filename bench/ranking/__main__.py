@@ -12,6 +12,7 @@ COMMANDS = {  # command -> what it does; its module is the command, "-" written 
     "sweep": "sweep the adaptive fusion's dense trust over the answerable sets",
     "loco": "choose ranking settings by corpora held out of the choice (leave one out)",
     "answers-alone": "how often a top-3 hit holds the whole judged section, and its size",
+    "side-by-side": "every query set scored by `docdex eval --baselines`, as one table",
     "reach": "count the judged sections today's chunker can reach",
     "copies": "judge the other PowerShell-Docs versions' copies of a section as answers",
     "long-pages": "list the long pages of a corpus",

@@ -90,6 +90,23 @@ def candidates() -> list[Candidate]:
                 _setting(prose_words=words, prose_literals=False, prose_fusion=Fusion.RRF),
             )
         )
+        out.append(
+            Candidate(
+                f"prose from {words} words or a question, by RRF k=10",
+                _setting(
+                    prose_words=words,
+                    prose_questions=True,
+                    prose_literals=False,
+                    prose_fusion=Fusion.RRF,
+                ),
+            )
+        )
+    out.append(
+        Candidate(
+            "prose: a question only, by RRF k=10",
+            _setting(prose_words=0, prose_questions=True, prose_fusion=Fusion.RRF),
+        )
+    )
     unique: dict[EngineSettings, Candidate] = {}
     for candidate in out:
         unique.setdefault(candidate.settings, candidate)

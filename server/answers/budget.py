@@ -41,17 +41,31 @@ def check_max_chars(max_chars: int) -> None:
         )
 
 
-def within_budget(result: SearchResult, max_chars: int) -> SearchResult:
-    """`result` with its hits' texts cut so that together they hold at most `max_chars`."""
-    left = max_chars
-    hits: list[Hit] = []
-    for rank, hit in enumerate(result.results):
-        after = len(result.results) - rank - 1
-        allowance = min(left, max(left - FLOOR_CHARS * after, FLOOR_CHARS))
+class Budget:
+    """What each hit, taken in rank order, may hold of `max_chars`: all that is left, less
+    FLOOR_CHARS for every hit still to come."""
+
+    def __init__(self, max_chars: int):
+        self.left = max_chars
+
+    def allowance(self, after: int) -> int:
+        """The characters the next hit may take, `after` hits coming after it."""
+        return min(self.left, max(self.left - FLOOR_CHARS * after, FLOOR_CHARS))
+
+    def spend(self, hit: Hit, after: int) -> Hit:
+        """`hit`, cut to its allowance (and marked `truncated`), its text counted spent."""
+        allowance = self.allowance(after)
         if len(hit.text) > allowance:
             hit = msgspec.structs.replace(hit, text=cut(hit.text, allowance), truncated=True)
-        left -= len(hit.text)
-        hits.append(hit)
+        self.left -= len(hit.text)
+        return hit
+
+
+def within_budget(result: SearchResult, max_chars: int) -> SearchResult:
+    """`result` with its hits' texts cut so that together they hold at most `max_chars`."""
+    budget = Budget(max_chars)
+    count = len(result.results)
+    hits = [budget.spend(hit, count - rank - 1) for rank, hit in enumerate(result.results)]
     return msgspec.structs.replace(result, results=hits)
 
 

@@ -20,10 +20,11 @@ from docdex.index_format.config import Config, ConfigError, SourceConfig, load_c
 from docdex.index_format.layout import DataDir
 from docdex.index_format.records import CHUNK_ID, ServedPage, SourceState
 from docdex.index_format.refs import base_of
-from docdex.server.engine import Engine, SearchResult, clip
+from docdex.server.engine import Engine, SearchResult, check_num_results, clip
 from docdex.server.versions import NoVersion, VersionHolder
 
-from .budget import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, check_max_chars, within_budget, within_cap
+from .budget import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, check_max_chars, within_cap
+from .context import hits_to_ask, with_context
 from .freshness import UNKNOWN, FreshnessWatch
 from .health import health_report
 from .instructions import server_instructions
@@ -81,11 +82,13 @@ class Docs:
         """search_docs and /api/search: the hits' texts hold at most `max_chars`. Without a
         `ref`, each source's default ref."""
         check_max_chars(max_chars)
+        check_num_results(num_results)
         with self.holder.acquire() as engine:
             scope = engine.scope(
                 _text("source", source), _text("ref", ref), path_prefix, _tags(tags)
             )
-            result = engine.search(query, num_results, scope)
+            found = engine.search(query, hits_to_ask(num_results), scope)
+            result = with_context(engine, found, num_results, max_chars)
         log.info(
             "search %r n=%d%s -> %d hits, version %d, %.1f ms",
             query[:80],
@@ -95,7 +98,7 @@ class Docs:
             result.index_version,
             result.took_ms,
         )
-        return within_cap(self.links.hits(within_budget(result, max_chars)), "results")
+        return within_cap(self.links.hits(result), "results")
 
     def query_docs(
         self,

@@ -12,6 +12,7 @@ from .engine import (
     Engine,
     SegmentStatus,
     StageTimes,
+    check_num_results,
 )
 from .hits import (
     RESOURCE_TEMPLATE,
@@ -48,6 +49,7 @@ __all__ = [
     "SegmentStatus",
     "StageTimes",
     "breadcrumb",
+    "check_num_results",
     "check_reranker_name",
     "clip",
     "clip_headings",

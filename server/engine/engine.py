@@ -248,7 +248,7 @@ class Engine:
 
     def rank(self, retrieval: Retrieval, num_results: int = 10) -> list[Hit]:
         """A retrieval's candidates fused and reranked under this engine's settings."""
-        _check_num_results(num_results)
+        check_num_results(num_results)
         ranked = self._ranked(retrieval, one_per_page=False)
         return [to_hit(self._version, c) for c in ranked[:num_results]]
 
@@ -296,7 +296,7 @@ class Engine:
             raise InvalidArgument(
                 f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}"
             )
-        _check_num_results(num_results)
+        check_num_results(num_results)
         for key in scope.entries:
             check_source(self._version, key)
         prefix = scope.path_prefix
@@ -336,7 +336,7 @@ def one_chunk_per_page(candidates: list[Candidate]) -> list[Candidate]:
     return out
 
 
-def _check_num_results(num_results: int) -> None:
+def check_num_results(num_results: int) -> None:
     if not isinstance(num_results, int) or not 1 <= num_results <= MAX_RESULTS:
         raise InvalidArgument(
             f"num_results must be between 1 and {MAX_RESULTS}, got {num_results!r}"

@@ -14,8 +14,8 @@ queries) and a bonus when the chunk's raw text holds the query's literals.
 from __future__ import annotations
 
 from .candidates import Candidate
-from .query import QueryContext
-from .settings import DenseTrust, Fusion, FusionWeights
+from .query import QueryContext, QueryProfile
+from .settings import DenseTrust, EngineSettings, Fusion, FusionWeights
 
 
 def fuse(ctx: QueryContext, candidates: list[Candidate]) -> None:
@@ -31,7 +31,7 @@ def fuse(ctx: QueryContext, candidates: list[Candidate]) -> None:
         return
     prose = False
     if fusion is Fusion.ADAPTIVE:
-        prose = 0 < settings.prose_words <= len(profile.text.split())
+        prose = is_prose(profile, settings)
         if prose and Fusion(settings.prose_fusion) is Fusion.RRF:
             rrf(candidates, settings.adaptive_k)
         else:
@@ -48,6 +48,14 @@ def fuse(ctx: QueryContext, candidates: list[Candidate]) -> None:
         for c in candidates:
             if contains_literals(c, profile.literals):
                 c.score += settings.literal_bonus
+
+
+def is_prose(profile: QueryProfile, settings: EngineSettings) -> bool:
+    """Whether the adaptive fusion takes the query as a request in prose: it has at least
+    `prose_words` words, or (`prose_questions`) it asks a question in words alone."""
+    if 0 < settings.prose_words <= len(profile.text.split()):
+        return True
+    return settings.prose_questions and profile.question and not profile.identifier
 
 
 def rrf(candidates: list[Candidate], k: int) -> None:

@@ -34,9 +34,9 @@ class Hit(msgspec.Struct):
     title: str
     headings: list[str]  # breadcrumb, outermost first
     heading: str  # "A › B › C"
-    text: str  # raw markdown of the chunk
+    text: str  # raw markdown: the chunk's, or its context's (`context`)
     score: float
-    start_line: int
+    start_line: int  # the file lines `text` covers, inclusive
     end_line: int
     commit: str  # the page's last commit
     match: str  # "bm25" | "dense" | "both": which retriever found it
@@ -45,6 +45,14 @@ class Hit(msgspec.Struct):
     ref: str = ""  # the branch or tag the page was indexed from
     url: str = ""  # these lines at `commit` on the source's forge (permalinks.py; "" = none)
     page_url: str = ""  # the page on the published docs site ("" = no site_url)
+    # How `text` was widened around the chunk that matched (server/answers/context.py):
+    # "" not at all; "section": it is the whole section `context_heading` names;
+    # "neighbours": it holds chunks beside the match in the section `context_heading` names.
+    # chunk_start_line-chunk_end_line are the matched chunk's own lines.
+    context: str = ""
+    context_heading: str = ""
+    chunk_start_line: int = 0
+    chunk_end_line: int = 0
 
 
 class SearchResult(msgspec.Struct):
@@ -90,6 +98,8 @@ def to_hit(version: LoadedVersion, c: Candidate) -> Hit:
         score=round(float(c.score), 6),
         start_line=chunk.start_line,
         end_line=chunk.end_line,
+        chunk_start_line=chunk.start_line,
+        chunk_end_line=chunk.end_line,
         commit=page.commit if page else "",
         match=c.match,
         modified=page.modified if page else "",

@@ -26,6 +26,7 @@ class QueryProfile:
     identifier: bool  # some token looks like code, a path, a flag, a number with letters
     literals: list[str]  # those identifier-like tokens, lower-cased, edge punctuation removed
     lexical: bool  # identifier-like or short: lean on BM25
+    question: bool  # asked as a question: ends with "?" or opens with a question word
     code: list[str] = field(default_factory=list)  # the code-like tokens as typed
     cjk: list[str] = field(default_factory=list)  # character pairs of CJK runs, each once
     analysis: TextAnalysis = field(default_factory=text_analysis)  # the index's (text.py)
@@ -53,6 +54,11 @@ _IDENTIFIER_SHAPE = re.compile(
 SHORT_QUERY_TERMS = 2
 _EDGE = "\"'`()[]{}<>,;!?*|“”‘’«»."
 MIN_LITERAL_CHARS = 3
+QUESTION_WORDS = frozenset(
+    ("how", "what", "why", "when", "where", "which", "who", "whom", "whose")
+    + ("can", "could", "do", "does", "did", "is", "are", "was", "were")
+    + ("should", "would", "will", "shall", "may")
+)
 
 
 def profile_query(text: str, analysis: TextAnalysis | None = None) -> QueryProfile:
@@ -70,9 +76,18 @@ def profile_query(text: str, analysis: TextAnalysis | None = None) -> QueryProfi
         literals=literals,
         code=code,
         lexical=bool(code) or len(tokens) <= SHORT_QUERY_TERMS,
+        question=is_question(tokens),
         cjk=analysis.cjk_query_terms(text),
         analysis=analysis,
     )
+
+
+def is_question(tokens: list[str]) -> bool:
+    """Whether the query asks a question, in English: it ends with "?" or opens with a
+    question word ("how", "why", "can", ...)."""
+    if not tokens:
+        return False
+    return tokens[-1].endswith("?") or tokens[0].lower().strip(_EDGE) in QUESTION_WORDS
 
 
 def literal_tokens(tokens: list[str], code: list[str]) -> list[str]:

@@ -91,6 +91,7 @@ class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
     # the literal bonus unless `prose_literals`. Chosen leaving one corpus out of eight
     # (docs/retrieval.md, "Query form"; adr/0035).
     prose_words: int = 8
+    prose_questions: bool = False  # a question in words alone is prose too, whatever its length
     prose_literals: bool = False
     prose_fusion: Fusion = Fusion.RRF
     # The weighted fusion's weights for prose and for lexical (identifier-like or short)

@@ -95,8 +95,10 @@ def test_hits_carry_a_permalink_to_the_lines_they_quote(docs):
     for hit in result.results:
         commit, lines = quoted_lines(bare, hit.url)
         assert commit == hit.commit and lines.strip() == hit.text.strip()
-    document = docs.get_document(result.results[0].chunk_id)
-    assert document.url == result.results[0].url
+    top = result.results[0]
+    document = docs.get_document(top.chunk_id)  # the matched chunk, inside the hit's text
+    assert document.url.endswith(f"#L{top.chunk_start_line}-L{top.chunk_end_line}")
+    assert document.url.split("#")[0] == top.url.split("#")[0]
     page = docs.query_docs(file_path_contains="install").documents[0]
     assert page.url.endswith("/docs/guide/install.md") and "#" not in page.url
 
