@@ -30,7 +30,7 @@ from docdex.server.engine import (
 )
 from docdex.server.engine.candidates import Candidate
 from docdex.server.engine.dense import best_cosine, chunk_cosines
-from docdex.server.engine.fusion import adaptive, fuse
+from docdex.server.engine.fusion import adaptive, fuse, is_prose
 from docdex.server.engine.loaded import LoadedVersion
 from docdex.server.engine.query import QueryContext, QueryProfile, profile_query
 from docdex.server.engine.rerank import (
@@ -661,6 +661,17 @@ def test_a_request_in_prose_is_fused_by_reciprocal_ranks_alone():
     assert not literal_wins(prose_fusion=Fusion.ADAPTIVE)
     assert literal_wins(prose_fusion=Fusion.ADAPTIVE, prose_literals=True)
     assert literal_wins(prose_words=14)  # shorter than prose
+
+
+def test_a_short_question_is_prose_only_when_asked():
+    short = profile_query("How do I rotate keys?")
+    assert short.question and not short.identifier
+    assert not is_prose(short, DEFAULT_SETTINGS)  # the default: 5 words are not prose
+    asking = msgspec.structs.replace(DEFAULT_SETTINGS, prose_questions=True)
+    assert is_prose(short, asking)
+    assert not is_prose(profile_query("rotate signing keys"), asking)  # no question
+    assert not is_prose(profile_query("what does E1234 mean"), asking)  # an identifier
+    assert profile_query("signing keys?").question
 
 
 def test_every_fusion_ranks(engine):
