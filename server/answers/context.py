@@ -20,11 +20,12 @@ context").
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import msgspec
 
 from docdex.index_format.reassembly import reassemble
-from docdex.index_format.records import ChunkRecord
+from docdex.index_format.records import CHUNK_ID, ChunkRecord, chunk_id
 from docdex.server.engine import MAX_RESULTS, Engine, Hit, SearchResult, breadcrumb
 
 from .budget import Budget
@@ -100,58 +101,96 @@ def _holds(earlier: Hit, hit: Hit) -> bool:
 
 def widened(engine: Engine, hit: Hit, room: int) -> Hit:
     """`hit` with its text widened to at most `room` characters (the module's rule)."""
-    page = engine.pages.get(hit.doc_id)
-    chunks = engine.page_chunks(page) if page is not None else []
-    at = next((i for i, c in enumerate(chunks) if c.chunk_id == hit.chunk_id), None)
-    if at is None or len(hit.text) >= room:
+    found = CHUNK_ID.search(hit.chunk_id)
+    if found is None or len(hit.text) >= room:
         return hit
-    section = _section(chunks, at)
-    if len(span_text(chunks, section)) <= room:
+    page = _Page(engine, hit.doc_id)
+    at = int(found.group(1))
+    if page[at] is None:
+        return hit
+    section = _section(page, at, room)
+    if section is not None:
         span, context = section, SECTION
     else:
-        span, context = _neighbours(chunks, (at, at), section, room), NEIGHBOURS
+        span, context = _neighbours(page, at, room), NEIGHBOURS
     if span == (at, at):
         return hit
-    first, last = chunks[span[0]], chunks[span[1]]
+    run = page.run(span)
     return msgspec.structs.replace(
         hit,
-        text=span_text(chunks, span),
-        start_line=first.start_line,
-        end_line=last.end_line,
+        text=span_text(run),
+        start_line=run[0].start_line,
+        end_line=run[-1].end_line,
         context=context,
-        context_heading=breadcrumb(chunks[at].headings),
+        context_heading=breadcrumb(run[at - span[0]].headings),
     )
 
 
-def _section(chunks: Sequence[ChunkRecord], at: int) -> tuple[int, int]:
-    """The first and last index of the chunks of `at`'s section: those around it whose
-    breadcrumb starts with its own (its subsections' too)."""
-    under = chunks[at].headings
-    depth = len(under)
+class _Page:
+    """A page's chunks by number, each read once and only when the widening asks for it
+    (a long page's other chunks are never decoded)."""
+
+    def __init__(self, engine: Engine, doc_id: str):
+        self._engine, self._doc_id = engine, doc_id
+        self._read: dict[int, ChunkRecord | None] = {}
+
+    def __getitem__(self, number: int) -> ChunkRecord | None:
+        if number not in self._read:
+            found = self._engine.chunk(chunk_id(self._doc_id, number)) if number >= 0 else None
+            self._read[number] = found
+        return self._read[number]
+
+    def run(self, span: tuple[int, int]) -> list[ChunkRecord]:
+        return [c for n in range(span[0], span[1] + 1) if (c := self[n]) is not None]
+
+    def within(self, number: int, headings: list[str]) -> ChunkRecord | None:
+        """Chunk `number` when it lies in the section these headings name, else None."""
+        chunk = self[number]
+        return chunk if chunk is not None and chunk.headings[: len(headings)] == headings else None
+
+
+def _section(page: _Page, at: int, room: int) -> tuple[int, int] | None:
+    """The first and last chunk of `at`'s section (those around it whose breadcrumb starts
+    with its own: its subsections' too), or None when its text is longer than `room`."""
+    home = page[at]
+    assert home is not None
     first = last = at
-    while first > 0 and chunks[first - 1].headings[:depth] == under:
-        first -= 1
-    while last + 1 < len(chunks) and chunks[last + 1].headings[:depth] == under:
-        last += 1
-    return first, last
+    length = len(home.text)  # the chunks' texts alone: a lower bound of the section's
+    for step in (-1, 1):
+        edge = at
+        while (chunk := page.within(edge + step, home.headings)) is not None:
+            edge += step
+            length += len(chunk.text)
+            if length > room:
+                return None
+        first, last = (edge, last) if step < 0 else (first, edge)
+    span = (first, last)
+    return span if len(span_text(page.run(span))) <= room else None
 
 
-def _neighbours(
-    chunks: Sequence[ChunkRecord], span: tuple[int, int], section: tuple[int, int], room: int
-) -> tuple[int, int]:
-    """`span` grown a chunk at a time within `section` (the next chunk first, then the one
-    before) while its text fits in `room`."""
-    grew = True
+def _neighbours(page: _Page, at: int, room: int) -> tuple[int, int]:
+    """The chunks around `at` in its section whose text fits in `room`: grown a chunk at a
+    time, the next one first, then the one before."""
+    home = page[at]
+    assert home is not None
+    span, grew = (at, at), True
     while grew:
         grew = False
         for lo, hi in ((span[0], span[1] + 1), (span[0] - 1, span[1])):
-            inside = section[0] <= lo and hi <= section[1]
-            if inside and len(span_text(chunks, (lo, hi))) <= room:
+            edge = hi if hi > span[1] else lo
+            inside = page.within(edge, home.headings) is not None
+            if inside and len(span_text(page.run((lo, hi)))) <= room:
                 span, grew = (lo, hi), True
     return span
 
 
-def span_text(chunks: Sequence[ChunkRecord], span: tuple[int, int]) -> str:
-    """The page's text from chunk `span[0]` to chunk `span[1]` (consecutive chunks)."""
-    run = chunks[span[0] : span[1] + 1]
-    return "\n".join(reassemble(run).split("\n")[run[0].start_line - 1 :])
+def span_text(run: Sequence[ChunkRecord]) -> str:
+    """The page's text from the first of these consecutive chunks to the last."""
+    before = run[0].start_line - 1  # reassembled from the run's first line, not the page's
+    return reassemble([_Shifted(c.text, c.start_line - before, c.end_line - before) for c in run])
+
+
+class _Shifted(NamedTuple):
+    text: str
+    start_line: int
+    end_line: int
