@@ -12,10 +12,21 @@ from .commands import Commands, Context, add_command, json_flag
 
 def add_commands(commands: Commands) -> None:
     search = add_command(commands, "search", cmd_search, "search the index without a server")
-    search.add_argument("query")
-    search.add_argument("--source", default="")
-    search.add_argument("--path-prefix", default="")
-    search.add_argument("-n", "--num-results", type=int, default=10)
+    search.add_argument("query", help="the words, identifier or question to look for")
+    search.add_argument("--source", default="", help="only this source (default: every one)")
+    search.add_argument(
+        "--ref",
+        default="",
+        help="a branch or tag the source indexes besides its default (default: each "
+        "source's default branch)",
+    )
+    search.add_argument("--path-prefix", default="", help="only paths starting with this")
+    search.add_argument(
+        "--tag", action="append", default=[], help="only pages carrying this tag (repeatable)"
+    )
+    search.add_argument(
+        "-n", "--num-results", type=int, default=10, help="how many hits (1-100; default 10)"
+    )
     _reranker_flag(search)
     json_flag(search)
     _add_eval(commands)
@@ -64,6 +75,8 @@ def cmd_search(ctx: Context, args: argparse.Namespace) -> int:
         args.num_results,
         args.json,
         reranker=_reranker(ctx.data, args),
+        ref=args.ref,
+        tags=args.tag,
     )
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from collections.abc import Sequence
 
 import msgspec
 
 from docdex.index_format.layout import DataDir
-from docdex.server.engine import Engine, EngineSettings, Hit, Scope, SearchResult
+from docdex.server.engine import Engine, EngineSettings, Hit, SearchResult
 
 SNIPPET_CHARS = 240
 
@@ -21,6 +22,8 @@ def run_search_command(
     n: int = 10,
     as_json: bool = False,
     reranker: str = "default",
+    ref: str = "",
+    tags: Sequence[str] = (),
 ) -> int:
     """Search the current version and print the hits; returns the exit code. Errors (a bad
     argument, no data directory, no version, a refused version) reach the CLI's handler."""
@@ -28,9 +31,8 @@ def run_search_command(
 
     embedder = Embedder.load(for_queries=True)
     engine = Engine.open(data, embedder, settings=EngineSettings(reranker=reranker))
-    scope = Scope(frozenset([source] if source else []), path_prefix)
     try:
-        result = engine.search(query, n, scope)
+        result = engine.search(query, n, engine.scope(source, ref, path_prefix, tags))
     finally:
         engine.close()
     if as_json:

@@ -5,6 +5,7 @@ list_sources shows every indexed ref with its tip."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from concurrent.futures import Future
 
@@ -107,3 +108,16 @@ def test_ref_over_mcp(docs):
     assert not result.is_error
     top = result.structured_content["results"][0]
     assert top["ref"] == "v2.1" and "port 7021" in top["text"]
+
+
+def test_docdex_search_takes_a_ref(docs, capsys):
+    from docdex.cli import main
+
+    for ref in ("release/1.0", "v2.1"):
+        argv = ["--data", str(docs.data.root), "search", QUESTION, "--ref", ref, "--json"]
+        assert main(argv) == 0
+        hits = json.loads(capsys.readouterr().out)["results"]
+        assert f"port {PORTS[f'docs@{ref}']}" in hits[0]["text"]
+        assert {hit["ref"] for hit in hits} == {ref}
+    assert main(["--data", str(docs.data.root), "search", QUESTION, "--ref", "nope"]) == 1
+    assert "nope" in capsys.readouterr().err
