@@ -27,6 +27,8 @@ The server never writes the index: `reindex` files a request under state/queue/.
 from __future__ import annotations
 
 import contextlib
+import errno
+import socket
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
@@ -39,6 +41,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from docdex.errors import DocdexError
 from docdex.index_format.environment import DEFAULT_HOST, DEFAULT_PORT, ConnectionLimits
 from docdex.index_format.layout import DataDir
 from docdex.server.answers.docs import Docs
@@ -191,6 +194,7 @@ def serve(
     bind policy refuses (auth.check_bind)."""
     host, port, token = settings.host, settings.port, settings.token
     check_bind(host, token, settings.insecure)
+    sock = bound_socket(host, port)  # a busy port is said now, before the index is read
     limits = with_fd_room(settings.limits)
     boot = Boot()
     docs = open_docs(data, boot, model)
@@ -210,8 +214,34 @@ def serve(
             on_listening()
 
     server = _Uvicorn(_uvicorn_config(app, host, port, limits), listening)
-    server.run()
+    with sock:
+        server.run(sockets=[sock])
     return 0 if server.started else 1
+
+
+class PortInUse(DocdexError):
+    """The address to listen on is taken, or cannot be bound."""
+
+
+def bound_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to host:port, for uvicorn to listen on; PortInUse, in one line,
+    when it cannot be bound."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise PortInUse(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        taken = exc.errno == errno.EADDRINUSE
+        why = "the port is in use (another docdex serve?)" if taken else exc.strerror
+        raise PortInUse(
+            f"cannot listen on {host}:{port}: {why}; choose another with --port or $DOCDEX_PORT"
+        ) from None
+    return sock
 
 
 def _uvicorn_config(

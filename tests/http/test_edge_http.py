@@ -13,6 +13,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -184,6 +185,21 @@ def test_non_ascii_token_is_refused_at_start(tmp_path):
     assert process.returncode == 1
     assert "DOCDEX_TOKEN must be printable ASCII" in err, err
     assert "model loaded" not in err  # refused before any work
+
+
+def test_a_busy_port_is_said_in_one_line_before_the_index_is_read(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        command = [sys.executable, "-m", "docdex.cli", "--data", str(tmp_path), "serve"]
+        command += ["--port", str(port), "--no-worker"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"127.0.0.1:{port}" in lines[0], done.stderr
+    assert "the port is in use" in lines[0] and "--port" in lines[0]
+    assert "Errno" not in done.stderr and "Traceback" not in done.stderr
 
 
 def test_token_bytes_are_compared_as_sent(server):
