@@ -52,7 +52,11 @@ def add_command(
 
 
 def json_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the answer as one JSON document: an object, or an array of them for a listing",
+    )
 
 
 def print_json(value: object) -> None:
