@@ -117,6 +117,9 @@ def _status_body(
             "dim": embedder.info.dim,
             "query_graph": embedder.graph,
             "reranker": reranker,
+            # `reranker` becomes the one searches use; this is what the setting asks for
+            # ("default": MaxSim when the index has token vectors, else none)
+            "reranker_setting": reranker,
         },
         "versions": {
             "serving_since": stats.serving_since,

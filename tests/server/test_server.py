@@ -109,7 +109,9 @@ def test_health_reports_index_models_and_metrics(servers):
     assert len(source["commit"]) == 40 and source["files"] == 3
     assert body["models"]["embedder"].startswith("all-MiniLM-L6-v2")
     assert body["models"]["query_graph"] == "int8"  # the served model keeps int8 weights
-    assert body["models"]["reranker"]
+    # the setting "default" on an index without token vectors: no rerank, and both are said
+    assert body["models"]["reranker"] == "none"
+    assert body["models"]["reranker_setting"] == "default"
     assert body["uptime_s"] > 0 and body["refused_version"] is None
     assert body["last_ingestion"] is None and body["last_ingestion_failure"] is None
 
