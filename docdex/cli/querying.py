@@ -34,9 +34,15 @@ def add_commands(commands: Commands) -> None:
 
 def _add_eval(commands: Commands) -> None:
     evaluate = add_command(commands, "eval", cmd_eval, "score retrieval on a query file")
-    evaluate.add_argument("queries", metavar="QUERIES.jsonl")
-    evaluate.add_argument("--source", required=True)
-    evaluate.add_argument("-k", type=int, default=3)
+    evaluate.add_argument(
+        "queries",
+        metavar="QUERIES.jsonl",
+        help='one JSON object a line: {"id", "query", "class": known-item, literal, '
+        'handwritten, labeled or unanswerable, "relevant": [{"path", "heading"?, "grade"?}], '
+        '"alt"?: [...], "literal"?} (docs/retrieval.md, "Query files")',
+    )
+    evaluate.add_argument("--source", required=True, help="the source the queries are about")
+    evaluate.add_argument("-k", type=int, default=3, help="the k of recall@k (default 3)")
     evaluate.add_argument("--dump", metavar="FILE", help="write each query's ranked hits")
     _reranker_flag(evaluate)
     evaluate.add_argument(

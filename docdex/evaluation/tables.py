@@ -19,11 +19,14 @@ def format_table(report: EvalReport) -> str:
         "-" * len(head),
     ]
     for c in report.classes:
-        lines.append(
-            f"{c.cls:<13} {c.queries:>5} {c.level:<8} {_pct(c.recall_at_k):>6} "
-            f"{_pct(c.recall_at_10):>6} {c.mrr_at_10:>7.3f} {_opt(c.ndcg_at_10):>8} "
-            f"{_opt_pct(c.section_recall_at_k):>9} {_pct(c.flagged):>8}"
-        )
+        if c.level == "flag":  # nothing to find: only whether they were flagged counts
+            ranked = f"{'-':>6} {'-':>6} {'-':>7} {'-':>8} {'-':>9}"
+        else:
+            ranked = (
+                f"{_pct(c.recall_at_k):>6} {_pct(c.recall_at_10):>6} {c.mrr_at_10:>7.3f} "
+                f"{_opt(c.ndcg_at_10):>8} {_opt_pct(c.section_recall_at_k):>9}"
+            )
+        lines.append(f"{c.cls:<13} {c.queries:>5} {c.level:<8} {ranked} {_pct(c.flagged):>8}")
     if report.unanswerable_flagged is not None:
         lines.append(f"unanswerable flagged low_confidence: {_pct(report.unanswerable_flagged)}")
     if report.false_alarm_rate is not None:

@@ -128,7 +128,10 @@ def test_aggregate_recall_mrr_and_confidence_rates():
     assert report.false_alarm_rate == pytest.approx(1 / 3)
     k1 = aggregate(queries, outcomes, k=1, source="s", version=7)
     assert {c.cls: c for c in k1.classes}["handwritten"].recall_at_k == 0.0
-    assert "unanswerable flagged low_confidence: 50.0%" in format_table(report)
+    table = format_table(report)
+    assert "unanswerable flagged low_confidence: 50.0%" in table
+    row = next(line for line in table.splitlines() if line.startswith("unanswerable "))
+    assert "0.0%" not in row.split()[3:-1] and row.split()[3:8] == ["-"] * 5  # nothing to rank
 
 
 def test_load_queries_reads_the_shared_format(tmp_path):
