@@ -1,4 +1,4 @@
-"""`docdex source add|list|remove`: the sources of docdex.toml."""
+"""`docdex source add|set|list|remove`: the sources of docdex.toml."""
 
 from __future__ import annotations
 
@@ -22,9 +22,10 @@ from .commands import EXIT_OK, Commands, Context, add_command, json_flag, print_
 
 
 def add_commands(commands: Commands) -> None:
-    source = commands.add_parser("source", help="add, list or remove sources")
+    source = commands.add_parser("source", help="add, change, list or remove sources")
     actions = source.add_subparsers(metavar="ACTION")
     _add_add(actions)
+    _add_set(actions)
     json_flag(add_command(actions, "list", cmd_source_list, "list the configured sources"))
     remove = add_command(
         actions,
@@ -39,40 +40,75 @@ def _add_add(actions: Commands) -> None:
     add = add_command(actions, "add", cmd_source_add, "register a git repository as a source")
     add.add_argument("name")
     add.add_argument("location", help="bare repository, checkout, or git URL")
-    add.add_argument("--branch", default="", help="branch to index (default: HEAD's)")
-    add.add_argument(
+    _source_options(add, changing=False)
+
+
+def _add_set(actions: Commands) -> None:
+    change = add_command(
+        actions,
+        "set",
+        cmd_source_set,
+        "change a source's settings, keeping what is indexed (each option given replaces "
+        "the setting)",
+    )
+    change.add_argument("name")
+    change.add_argument("--location", help="bare repository, checkout, or git URL")
+    _source_options(change, changing=True)
+    change.add_argument("--no-refs", action="store_true", help="index the branch alone")
+    change.add_argument("--url-template", help="where people read a file (README, Settings)")
+    change.add_argument("--site-url", help="the published site of these docs")
+    change.add_argument("--site-dir", help="the folder that is the site's root")
+
+
+def _source_options(parser: argparse.ArgumentParser, changing: bool) -> None:
+    """The options `source add` and `source set` share; when `changing`, an option not
+    given is None (the setting stays)."""
+    unset = None if changing else ""
+    parser.add_argument("--branch", default=unset, help="branch to index (default: HEAD's)")
+    parser.add_argument(
         "--ref",
         action="append",
-        default=[],
+        default=None if changing else [],
         metavar="PATTERN",
         help="more branches or tags to index, each on its own, e.g. 'release/*' or 'v2.*' "
         "(repeatable; `*` matches '/' too)",
     )
-    add.add_argument(
-        "--description", default="", help="one line on what the source holds, shown to agents"
+    parser.add_argument(
+        "--description", default=unset, help="one line on what the source holds, shown to agents"
     )
-    add.add_argument(
+    parser.add_argument(
         "--include",
         action="append",
         metavar="GLOB",
         help=f"files to index (repeatable; default: {' '.join(DEFAULT_INCLUDE)})",
     )
-    add.add_argument(
-        "--exclude", action="append", default=[], metavar="GLOB", help="files to skip (repeatable)"
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=None if changing else [],
+        metavar="GLOB",
+        help="files to skip (repeatable)",
     )
+
+
+def _location(location: str) -> tuple[str, str]:
+    """(kind, location): a local path made absolute."""
+    kind = source_kind(location)
+    if kind != "remote":
+        location = str(Path(location).expanduser().resolve())
+    return kind, location
 
 
 def cmd_source_add(ctx: Context, args: argparse.Namespace) -> int:
     name = validate_source_name(args.name)
     refs = [validate_ref_pattern(pattern) for pattern in args.ref]
-    location = args.location
-    kind = source_kind(location)
-    if kind != "remote":
-        location = str(Path(location).expanduser().resolve())
+    kind, location = _location(args.location)
     ctx.data.ensure()
     config = load_config(ctx.data)
     if any(s.name == name for s in config.sources):
-        raise ConfigError(f"source {name!r} already exists; remove it first to change it")
+        raise ConfigError(
+            f"source {name!r} already exists; change it with `docdex source set {name}`"
+        )
     source = SourceConfig(
         name=name,
         location=location,
@@ -85,6 +121,44 @@ def cmd_source_add(ctx: Context, args: argparse.Namespace) -> int:
     save_config(ctx.data, msgspec.structs.replace(config, sources=[*config.sources, source]))
     print(f"added source {name} ({kind}: {location}); run `docdex index {name}` to index it")
     return EXIT_OK
+
+
+def cmd_source_set(ctx: Context, args: argparse.Namespace) -> int:
+    config = load_config(ctx.data)
+    old = config.source(args.name)  # raises with the list of valid names
+    changes = _changes(args)
+    if not changes:
+        raise ConfigError("nothing to change: give the settings to change (see --help)")
+    new = msgspec.structs.replace(old, **changes)
+    save_config(
+        ctx.data,
+        msgspec.structs.replace(
+            config, sources=[new if s.name == old.name else s for s in config.sources]
+        ),
+    )
+    changed = [field for field, value in changes.items() if getattr(old, field) != value]
+    what = ", ".join(changed) if changed else "nothing (the settings were already these)"
+    print(
+        f"changed source {old.name}: {what}; what is indexed stays until `docdex index "
+        f"{old.name}`, which reads again only what the change touches"
+    )
+    return EXIT_OK
+
+
+def _changes(args: argparse.Namespace) -> dict[str, object]:
+    """The settings `source set` was given, by SourceConfig field."""
+    changes: dict[str, object] = {}
+    if args.location is not None:
+        changes["location"] = _location(args.location)[1]
+    if args.no_refs or args.ref is not None:
+        changes["refs"] = [validate_ref_pattern(p) for p in (args.ref or [])]
+    if args.description is not None:
+        changes["description"] = args.description.strip()
+    for field in ("branch", "include", "exclude", "url_template", "site_url", "site_dir"):
+        value = getattr(args, field)
+        if value is not None:
+            changes[field] = value
+    return changes
 
 
 def cmd_source_list(ctx: Context, args: argparse.Namespace) -> int:

@@ -184,3 +184,35 @@ def test_search_takes_the_configured_reranker_or_the_flag(tmp_path, capsys):
     assert hit["path"] == "a.md" and "--now" in hit["text"]
     assert main(["--data", data, "search", "rotate", "--reranker", "bogus"]) == 1
     assert "unknown reranker 'bogus'" in capsys.readouterr().err
+
+
+def test_source_set_changes_a_source_and_keeps_its_index(tmp_path, capsys):
+    ws = Workspace(tmp_path / "repo")
+    ws.write("guide/keys.md", "# Keys\n\nThe signing key rotates every ninety days.\n")
+    ws.write("drafts/plan.md", "# Plan\n\nA draft of the next release, not yet for readers.\n")
+    ws.commit_and_push()
+    data = tmp_path / "data"
+    docdex(data, "source", "add", "docs", str(ws.bare))
+    first = json.loads(docdex(data, "index", "--json").stdout)
+    assert first["sources"][0]["added"] == 2
+
+    args = ["--data", str(data), "source", "set", "docs"]
+    assert main([*args, "--exclude", "drafts/**", "--description", "the team's guide"]) == 0
+    assert "changed source docs: description, exclude;" in capsys.readouterr().out
+    changed = json.loads(docdex(data, "index", "--json").stdout)
+    [run] = changed["sources"]
+    assert changed["published"] and run["deleted"] == 1  # the excluded page left ...
+    assert run["chunks_embedded"] == 0  # ... and nothing kept was embedded again
+    pages = json.loads(docdex(data, "inspect", "source", "docs", "--json").stdout)["pages"]
+    assert pages == ["guide/keys.md"]
+
+    assert main([*args, "--description", "the guide"]) == 0  # files untouched: nothing read
+    capsys.readouterr()
+    assert not json.loads(docdex(data, "index", "--json").stdout)["published"]
+    assert main(["--data", str(data), "source", "list", "--json"]) == 0
+    [source] = json.loads(capsys.readouterr().out)
+    assert source["description"] == "the guide" and source["exclude"] == ["drafts/**"]
+
+    assert main(args) == 1  # nothing to change
+    assert main(["--data", str(data), "source", "set", "nope", "--branch", "x"]) == 1
+    assert "unknown source 'nope'" in capsys.readouterr().err
