@@ -12,9 +12,11 @@ import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -62,12 +64,14 @@ def install_hook(
     source: str | None = None,
     python: str | None = None,
     idle_exit_s: int = WORKER_IDLE_EXIT_S,
+    settings: Mapping[str, Any] | None = None,
 ) -> Installed:
-    """Register the repository as a source if needed and (re)write its post-receive hook."""
+    """Register the repository as a source if needed (with these SourceConfig `settings`)
+    and (re)write its post-receive hook."""
     bare = _bare_repository(repo)
     data.ensure()
     config = load_config(data)
-    name, registered = _register(data, config, source, bare)
+    name, registered = _register(data, config, source, bare, settings or {})
     config = load_config(data)
     tracked = [s for s in config.sources if _same_repo(s.location, bare)]
     script = render_hook(python or sys.executable, data, tracked, idle_exit_s)
@@ -158,10 +162,12 @@ def _default_name(bare: Path) -> str:
     return bare.name.removesuffix(".git") or bare.name
 
 
-def _register(data: DataDir, config: Config, asked: str | None, bare: Path) -> tuple[str, bool]:
+def _register(
+    data: DataDir, config: Config, asked: str | None, bare: Path, settings: Mapping[str, Any]
+) -> tuple[str, bool]:
     """The source the hook indexes, and whether it was added: the one named `asked`, else
     the one already registered at this location (a repository indexed twice would answer
-    every hit twice), else a new source named after the repository."""
+    every hit twice), else a new source named after the repository, with `settings`."""
     here = [s.name for s in config.sources if _same_repo(s.location, bare)]
     name = validate_source_name(asked or (here[0] if here else _default_name(bare)))
     for existing in config.sources:
@@ -178,7 +184,7 @@ def _register(data: DataDir, config: Config, asked: str | None, bare: Path) -> t
             f"{bare} is already the source {here[0]!r}: its pushes are indexed under that name "
             f"(`docdex hook install {bare}` without --source), or remove it first"
         )
-    source = SourceConfig(name=name, location=str(bare))
+    source = SourceConfig(name=name, location=str(bare), **settings)
     save_config(data, msgspec.structs.replace(config, sources=[*config.sources, source]))
     return name, True
 

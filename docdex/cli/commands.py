@@ -6,12 +6,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
 from docdex.errors import InvalidArgument
-from docdex.index_format.config import SourceConfig
+from docdex.index_format.config import (
+    DEFAULT_INCLUDE,
+    SourceConfig,
+    source_kind,
+    validate_ref_pattern,
+)
 from docdex.index_format.environment import Environment
 from docdex.index_format.layout import DataDir
 from docdex.runtime.logs import LogSettings
@@ -75,3 +80,50 @@ def refs_text(source: SourceConfig) -> str:
     """The refs a source indexes: its branch (or HEAD's), then its `refs` patterns."""
     branch = source.branch or "HEAD branch"
     return branch + (f" + refs {' '.join(source.refs)}" if source.refs else "")
+
+
+def source_options(parser: argparse.ArgumentParser, changing: bool) -> None:
+    """The options `source add` and `source set` share; when `changing`, an option not
+    given is None (the setting stays)."""
+    unset = None if changing else ""
+    parser.add_argument("--branch", default=unset, help="branch to index (default: HEAD's)")
+    parser.add_argument(
+        "--ref",
+        action="append",
+        default=None if changing else [],
+        metavar="PATTERN",
+        help="more branches or tags to index, each on its own, e.g. 'release/*' or 'v2.*' "
+        "(repeatable; `*` matches '/' too)",
+    )
+    parser.add_argument(
+        "--description", default=unset, help="one line on what the source holds, shown to agents"
+    )
+    parser.add_argument(
+        "--include",
+        action="append",
+        metavar="GLOB",
+        help=f"files to index (repeatable; default: {' '.join(DEFAULT_INCLUDE)})",
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=None if changing else [],
+        metavar="GLOB",
+        help="files to skip (repeatable)",
+    )
+
+
+def new_source_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The SourceConfig fields of a new source, from `source_options(changing=False)`."""
+    return {
+        "branch": args.branch,
+        "refs": [validate_ref_pattern(pattern) for pattern in args.ref],
+        "include": args.include or list(DEFAULT_INCLUDE),
+        "exclude": args.exclude,
+        "description": args.description.strip(),
+    }
+
+
+def added_text(source: SourceConfig) -> str:
+    """How a command that registers a source says so."""
+    return f"added source {source.name} ({source_kind(source.location)}: {source.location})"

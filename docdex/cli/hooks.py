@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from .commands import EXIT_OK, Commands, Context, add_command, refs_text
+from .commands import (
+    EXIT_OK,
+    Commands,
+    Context,
+    add_command,
+    added_text,
+    new_source_settings,
+    refs_text,
+    source_options,
+)
 
 
 def add_commands(commands: Commands) -> None:
@@ -15,6 +24,7 @@ def add_commands(commands: Commands) -> None:
     )
     install.add_argument("repo", metavar="BARE_REPO")
     install.add_argument("--source", help="source name (default: the repository's name)")
+    source_options(install, changing=False)  # for the source it registers
     uninstall = add_command(
         actions, "uninstall", cmd_hook_uninstall, "remove the hook, restoring any earlier one"
     )
@@ -33,9 +43,9 @@ def add_commands(commands: Commands) -> None:
 def cmd_hook_install(ctx: Context, args: argparse.Namespace) -> int:
     from docdex.hooks.install import install_hook
 
-    done = install_hook(ctx.data, args.repo, args.source)
+    done = install_hook(ctx.data, args.repo, args.source, settings=new_source_settings(args))
     if done.registered:
-        print(f"added source {done.source} ({done.hook.parent.parent})")
+        print(added_text(next(s for s in done.tracked if s.name == done.source)))
     tracked = ", ".join(f"{s.name} ({refs_text(s)})" for s in done.tracked)
     print(f"installed {done.hook}: pushes index {tracked} in {ctx.data.root}")
     if done.chained:

@@ -8,7 +8,6 @@ from pathlib import Path
 import msgspec
 
 from docdex.index_format.config import (
-    DEFAULT_INCLUDE,
     ConfigError,
     SourceConfig,
     load_config,
@@ -18,7 +17,18 @@ from docdex.index_format.config import (
     validate_source_name,
 )
 
-from .commands import EXIT_OK, Commands, Context, add_command, json_flag, print_answer, refs_text
+from .commands import (
+    EXIT_OK,
+    Commands,
+    Context,
+    add_command,
+    added_text,
+    json_flag,
+    new_source_settings,
+    print_answer,
+    refs_text,
+    source_options,
+)
 
 
 def add_commands(commands: Commands) -> None:
@@ -40,7 +50,7 @@ def _add_add(actions: Commands) -> None:
     add = add_command(actions, "add", cmd_source_add, "register a git repository as a source")
     add.add_argument("name")
     add.add_argument("location", help="bare repository, checkout, or git URL")
-    _source_options(add, changing=False)
+    source_options(add, changing=False)
 
 
 def _add_set(actions: Commands) -> None:
@@ -53,73 +63,32 @@ def _add_set(actions: Commands) -> None:
     )
     change.add_argument("name")
     change.add_argument("--location", help="bare repository, checkout, or git URL")
-    _source_options(change, changing=True)
+    source_options(change, changing=True)
     change.add_argument("--no-refs", action="store_true", help="index the branch alone")
     change.add_argument("--url-template", help="where people read a file (README, Settings)")
     change.add_argument("--site-url", help="the published site of these docs")
     change.add_argument("--site-dir", help="the folder that is the site's root")
 
 
-def _source_options(parser: argparse.ArgumentParser, changing: bool) -> None:
-    """The options `source add` and `source set` share; when `changing`, an option not
-    given is None (the setting stays)."""
-    unset = None if changing else ""
-    parser.add_argument("--branch", default=unset, help="branch to index (default: HEAD's)")
-    parser.add_argument(
-        "--ref",
-        action="append",
-        default=None if changing else [],
-        metavar="PATTERN",
-        help="more branches or tags to index, each on its own, e.g. 'release/*' or 'v2.*' "
-        "(repeatable; `*` matches '/' too)",
-    )
-    parser.add_argument(
-        "--description", default=unset, help="one line on what the source holds, shown to agents"
-    )
-    parser.add_argument(
-        "--include",
-        action="append",
-        metavar="GLOB",
-        help=f"files to index (repeatable; default: {' '.join(DEFAULT_INCLUDE)})",
-    )
-    parser.add_argument(
-        "--exclude",
-        action="append",
-        default=None if changing else [],
-        metavar="GLOB",
-        help="files to skip (repeatable)",
-    )
-
-
-def _location(location: str) -> tuple[str, str]:
-    """(kind, location): a local path made absolute."""
-    kind = source_kind(location)
-    if kind != "remote":
-        location = str(Path(location).expanduser().resolve())
-    return kind, location
+def _location(location: str) -> str:
+    """The location, a local path made absolute."""
+    if source_kind(location) == "remote":
+        return location
+    return str(Path(location).expanduser().resolve())
 
 
 def cmd_source_add(ctx: Context, args: argparse.Namespace) -> int:
     name = validate_source_name(args.name)
-    refs = [validate_ref_pattern(pattern) for pattern in args.ref]
-    kind, location = _location(args.location)
+    location = _location(args.location)
     ctx.data.ensure()
     config = load_config(ctx.data)
     if any(s.name == name for s in config.sources):
         raise ConfigError(
             f"source {name!r} already exists; change it with `docdex source set {name}`"
         )
-    source = SourceConfig(
-        name=name,
-        location=location,
-        branch=args.branch,
-        refs=refs,
-        include=args.include or list(DEFAULT_INCLUDE),
-        exclude=args.exclude,
-        description=args.description.strip(),
-    )
+    source = SourceConfig(name=name, location=location, **new_source_settings(args))
     save_config(ctx.data, msgspec.structs.replace(config, sources=[*config.sources, source]))
-    print(f"added source {name} ({kind}: {location}); run `docdex index {name}` to index it")
+    print(f"{added_text(source)}; run `docdex index {name}` to index it")
     return EXIT_OK
 
 
@@ -149,7 +118,7 @@ def _changes(args: argparse.Namespace) -> dict[str, object]:
     """The settings `source set` was given, by SourceConfig field."""
     changes: dict[str, object] = {}
     if args.location is not None:
-        changes["location"] = _location(args.location)[1]
+        changes["location"] = _location(args.location)
     if args.no_refs or args.ref is not None:
         changes["refs"] = [validate_ref_pattern(p) for p in (args.ref or [])]
     if args.description is not None:

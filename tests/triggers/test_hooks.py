@@ -389,3 +389,25 @@ def test_install_checks_its_arguments(tmp_path):
         check=True,
     )  # fmt: skip
     assert "installed" in cli.stdout and "other (HEAD branch)" in cli.stdout
+
+
+def test_hook_install_takes_source_adds_options_and_says_the_same(tmp_path):
+    ws = Workspace(tmp_path / "repo")
+    data = tmp_path / "data"
+    command = [sys.executable, "-m", "docdex.cli", "--data", str(data)]
+    hooked = subprocess.run(
+        [*command, "hook", "install", str(ws.bare), "--description", "the team's guide",
+         "--include", "guide/**/*.md", "--exclude", "guide/drafts/**", "--branch", "main"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    [source] = load_config(DataDir(data)).sources
+    assert (source.description, source.branch) == ("the team's guide", "main")
+    assert (source.include, source.exclude) == (["guide/**/*.md"], ["guide/drafts/**"])
+    other = Workspace(tmp_path / "other")
+    added = subprocess.run(
+        [*command, "source", "add", "other", str(other.bare)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    said = hooked.stdout.splitlines()[0]
+    assert said == f"added source docs (bare: {ws.bare.resolve()})"
+    assert added.stdout.startswith(f"added source other (bare: {other.bare.resolve()})")
