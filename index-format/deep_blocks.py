@@ -29,7 +29,7 @@ class DeepBlocks(ParserBlock):
             return
         state.line = first = state.skipEmptyLines(startLine)
         end = first
-        while end < endLine and (state.isEmpty(end) or state.sCount[end] >= state.blkIndent):
+        while end < endLine and _inside(state, end):
             end += 1
         last = end
         while last > first and state.isEmpty(last - 1):
@@ -41,6 +41,14 @@ class DeepBlocks(ParserBlock):
     def emit(self, state: StateBlock, first: int, last: int) -> None:
         """Push the tokens of lines first..last - 1 (0-based), the too-deep block."""
         raise NotImplementedError
+
+
+def _inside(state: StateBlock, line: int) -> bool:
+    """Whether a line belongs to the too-deep block: empty, indented to its container's
+    content, or a blockquote's lazy continuation (which markdown-it marks with a negative
+    indent). Stopping at a lazy line would make every deeper `>` line open a blockquote
+    that scans the rest of its container again: quadratic in the page's lines."""
+    return state.isEmpty(line) or state.sCount[line] >= state.blkIndent or state.sCount[line] < 0
 
 
 class DeepBlocksAsText(DeepBlocks):

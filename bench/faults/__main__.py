@@ -33,6 +33,7 @@ SCENARIOS = {  # name -> module
     "concurrent": "concurrent",
     "slow-sockets": "slow_sockets",
     "soak": "soak",
+    "cost": "cost",
 }
 MODES = ("quick", "full")  # `quick NAME...`: those scenarios' quick runs
 

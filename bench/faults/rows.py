@@ -6,7 +6,7 @@ from bench.summary import Figure
 
 
 class Row(msgspec.Struct):
-    scenario: str  # "crash", "disk-full", "damage", "concurrent", "soak", "slow-sockets", ...
+    scenario: str  # "crash", "disk-full", "damage", "concurrent", "soak", "cost", ...
     injected: str  # what was injected, in words ("kill -9 during compaction")
     count: int  # how many times
     lost: int  # how many times something was lost / wrong (the goal: 0)

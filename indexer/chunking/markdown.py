@@ -1,6 +1,8 @@
 """Markdown chunker: a page's text -> ParsedPage (metadata and breadcrumbed chunks).
 
-Block boundaries come from markdown-it's block parser. Sections start at headings
+Block boundaries come from markdown-it's block parser, given a large page a piece at a time
+(pieces.py): one pass over the pieces finds the sections, a second chunks each piece from its
+own tokens. Sections start at headings
 h1..h{section_levels} and at `<details>` blocks that have a `<summary>`. A section longer
 than the budget (`budget_chars`) is cut at block boundaries: lists at items, an oversize item
 at its blocks, an oversize paragraph at lines. Tables and code blocks are kept whole up to
@@ -43,6 +45,7 @@ from docdex.index_format.records import Chunk, ChunkerSettings, ParsedPage
 from . import cleanup, includes, mdx
 from .frontmatter import read_front_matter
 from .includes import PathReader
+from .pieces import piece_bounds
 
 _log = logging.getLogger(__name__)
 
@@ -99,22 +102,35 @@ def _parse_page(text: str, path: str, settings: ChunkerSettings, inc: _Includes)
     include_at = includes.include_lines(parser_lines)
     for index in include_at:  # the line itself is no content; what it includes is
         parser_lines[index] = ""
-    page = _Page(lines, cleanup.without_markers(parser_lines))
-    headings = _headings(page)
-    title = _title(meta.title, headings, path, page.env)
+    text_of_page = _PageText(lines, cleanup.without_markers(parser_lines))
+    bounds = piece_bounds(text_of_page.source_lines)
+    env: dict[str, Any] = {}  # shared by the pieces: a reference is defined once per page
+    headings: list[_Marker] = []
+    tags: list[_Tag] = []
+    kept: _Page | None = None  # a page of one piece keeps the tokens of the first pass
+    for first, after in bounds:  # the first pass: what sections need, tokens dropped
+        page = _Page(text_of_page, first, after, env)
+        headings += _headings(page)
+        tags += _details_tags(page)
+        kept = page if len(bounds) == 1 else None
+    for heading in headings:  # now that every reference definition is known
+        heading.text = _heading_text(heading.text, env)
+    title = _title(meta.title, headings, path, env)
     levels = min(max(settings.section_levels, 1), 6)
-    markers = _markers([h for h in headings if h.level <= levels], _details_spans(page))
+    details = _details_spans(tags, text_of_page.source, env)
+    markers = _markers([h for h in headings if h.level <= levels], details)
     sections = list(_sections(markers, len(lines), title))
-    chunks = [chunk for section in sections for chunk in _section_chunks(page, section, settings)]
-    if include_at and inc.read is not None:
-        chunks = _with_includes(chunks, include_at, lines, path, settings, inc, title)
-
-    def chunk_of(span: _Span) -> Chunk:
-        headings = _section_at(sections, span.start).headings
-        embed_text = _embed_text(page, span)
-        return _chunk(page, headings, _Piece(span.start, span.end, span.columns, [embed_text], 0))
-
-    chunks = _with_lead(_every_line_kept(chunks, page, settings, chunk_of), meta.tags)
+    section_starts = [s.start for s in sections]
+    chunks: list[Chunk] = []
+    for first, after in bounds:  # the second pass: a piece's chunks from its tokens alone
+        page = kept if kept is not None else _Page(text_of_page, first, after, env)
+        mine = _piece_chunks(page, sections, section_starts, settings, first, after)
+        if include_at and inc.read is not None:
+            here = {i: v for i, v in include_at.items() if first <= i < after}
+            mine = _with_includes(mine, here, lines, path, settings, inc, title)
+        chunk_of = _chunk_of(page, sections, section_starts)
+        chunks += _every_line_kept(mine, page, settings, chunk_of, first, after)
+    chunks = _with_lead(chunks, meta.tags)
     return ParsedPage(
         title=title,
         description=meta.description,
@@ -124,6 +140,40 @@ def _parse_page(text: str, path: str, settings: ChunkerSettings, inc: _Includes)
         draft=meta.draft,
         front_matter=front_matter,
     )
+
+
+def _piece_chunks(
+    page: _Page,
+    sections: list[_Section],
+    starts: list[int],
+    settings: ChunkerSettings,
+    first: int,
+    after: int,
+) -> list[Chunk]:
+    """The chunks of the sections' lines that lie in the piece first..after - 1 (a section
+    that crosses a piece's end is cut there)."""
+    out: list[Chunk] = []
+    for position in range(max(bisect.bisect_right(starts, first) - 1, 0), len(sections)):
+        section = sections[position]
+        if section.start >= after:
+            break
+        if section.start < first or section.end >= after:
+            own = section.own_heading if section.start >= first else ""
+            start, end = max(section.start, first), min(section.end, after - 1)
+            section = _Section(start, end, section.headings, own)
+        out += _section_chunks(page, section, settings)
+    return out
+
+
+def _chunk_of(page: _Page, sections: list[_Section], starts: list[int]) -> Callable[[_Span], Chunk]:
+    """A chunk of its own for lines no chunk holds, under the breadcrumb of their section."""
+
+    def chunk_of(span: _Span) -> Chunk:
+        headings = _section_at(sections, starts, span.start).headings
+        embed_text = _embed_text(page, span)
+        return _chunk(page, headings, _Piece(span.start, span.end, span.columns, [embed_text], 0))
+
+    return chunk_of
 
 
 def _with_lead(chunks: list[Chunk], tags: list[str]) -> list[Chunk]:
@@ -146,7 +196,7 @@ def page_lead(page: ParsedPage) -> str:
 # --- includes ------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class _Includes:
     """What a page's includes may still read: the reader, how deep, how many files."""
 
@@ -214,7 +264,7 @@ def _headings(page: _Page) -> list[_Marker]:
             line=lines_of(page.tokens[index])[0],
             kind="heading",
             level=int(page.tokens[index].tag[1:]),
-            text=_heading_text(page.tokens[index + 1].content, page.env),
+            text=page.tokens[index + 1].content[:_HEADING_MAX_CHARS],  # read after parsing
         )
         for index in page.top_level
         if page.tokens[index].type == "heading_open"
@@ -243,12 +293,13 @@ def _fold(text: str) -> str:
 # --- sections ------------------------------------------------------------------------------
 
 
-def _details_spans(page: _Page) -> list[_Details]:
-    """`<details>` elements that have a `<summary>`, matched open to close across blocks."""
+def _details_spans(tags: Iterable[_Tag], source: str, env: dict[str, Any]) -> list[_Details]:
+    """`<details>` elements that have a `<summary>`, matched open to close across blocks
+    (`tags` as _details_tags finds them in `source`, the whole page)."""
     spans: list[_Details] = []
     open_details: list[_Details] = []
     summary_start = -1
-    for kind, line, start, end in _details_tags(page):
+    for kind, line, start, end in tags:
         if kind == "details":
             open_details.append(_Details(open_line=line, depth=len(open_details)))
         elif kind == "/details" and open_details:
@@ -258,8 +309,8 @@ def _details_spans(page: _Page) -> list[_Details]:
         elif kind == "summary" and open_details and _wants_summary(open_details[-1]):
             summary_start = end
         elif kind == "/summary" and open_details and summary_start >= 0:
-            raw = page.source[summary_start : min(start, summary_start + _HEADING_MAX_CHARS)]
-            open_details[-1].summary = _heading_text(raw, page.env)
+            raw = source[summary_start : min(start, summary_start + _HEADING_MAX_CHARS)]
+            open_details[-1].summary = _heading_text(raw, env)
             summary_start = -1
     spans.extend(open_details)
     return sorted((d for d in spans if d.summary), key=lambda d: d.open_line)
@@ -269,7 +320,10 @@ def _wants_summary(details: _Details) -> bool:
     return not details.summary and details.depth < _MAX_DETAILS_DEPTH
 
 
-def _details_tags(page: _Page) -> Iterator[tuple[str, int, int, int]]:
+_Tag = tuple[str, int, int, int]  # (tag, line, start, end): a details or summary tag
+
+
+def _details_tags(page: _Page) -> Iterator[_Tag]:
     """(tag, line, start, end) of details/summary tags in top-level HTML and paragraphs."""
     for index in page.top_level:
         token = page.tokens[index]
@@ -336,9 +390,10 @@ def _apply(crumbs: list[_Marker], marker: _Marker) -> None:
             pass
 
 
-def _section_at(sections: list[_Section], line: int) -> _Section:
-    """The section that holds the line (sections cover the page, in order)."""
-    return sections[bisect.bisect_right([s.start for s in sections], line) - 1]
+def _section_at(sections: list[_Section], starts: list[int], line: int) -> _Section:
+    """The section that holds the line (sections cover the page, in order; `starts` are
+    their first lines)."""
+    return sections[bisect.bisect_right(starts, line) - 1]
 
 
 def _breadcrumb(title: str, crumbs: list[_Marker]) -> list[str]:
@@ -397,7 +452,12 @@ def _kept(page: _Page, piece: _Piece, min_alnum: int) -> bool:
 
 
 def _every_line_kept(
-    chunks: list[Chunk], page: _Lines, settings: ChunkerSettings, chunk_of: Callable[[_Span], Chunk]
+    chunks: list[Chunk],
+    page: _Lines,
+    settings: ChunkerSettings,
+    chunk_of: Callable[[_Span], Chunk],
+    first_line: int = 0,
+    after_line: int | None = None,
 ) -> list[Chunk]:
     """The chunks, grown over the lines that none of them holds, so that the page
     reassembles whole (an empty line needs no chunk: reassembly gives it back).
@@ -407,12 +467,15 @@ def _every_line_kept(
     leads its subsection. At the end of the page, or when that chunk would go over the
     bound (or is a part of a line), it joins the chunk before it; when neither can take it,
     it is chunks of its own. A chunk that grows keeps its embed text, and so its vectors.
+    Only lines first_line..after_line - 1 are looked at (a piece of the page; all of it by
+    default).
     """
     budget, limit = max(settings.budget_chars, 1), settings.max_chars
     out: list[Chunk] = []
-    reached = 0  # the first line (0-based) after the chunks so far
+    reached = first_line  # the first line (0-based) after the chunks so far
+    end_of_lines = len(page.lines) if after_line is None else after_line
     for chunk in [*chunks, None]:
-        start = chunk.start_line - 1 if chunk else len(page.lines)
+        start = chunk.start_line - 1 if chunk else end_of_lines
         text_lines = [n for n in range(reached, start) if page.lines[n]]
         if text_lines:
             first, last = text_lines[0], text_lines[-1]
@@ -724,8 +787,8 @@ class _Lines:
         return self._alnum[line, stop_at]
 
 
-class _Page(_Lines):
-    """A page's lines, its block tokens and lookups over them.
+class _PageText(_Lines):
+    """A page's lines and the parser's.
 
     `lines` are the file's lines (front matter blanked), the source of chunk text;
     `source_lines` are the same lines without admonition markers and template tags, the
@@ -736,14 +799,30 @@ class _Page(_Lines):
         super().__init__(lines)
         self.source_lines = source_lines
         self.source = "\n".join(source_lines)
-        self.env: dict[str, Any] = {}
-        self.tokens = _BLOCK_PARSER.parse(self.source, self.env)
+        self.line_offsets = _offsets(source_lines)
+
+
+class _Page(_Lines):
+    """The block tokens of a piece of a page (lines first..after - 1, pieces.py; the whole
+    page when it is small) and lookups over them, in the page's line numbers."""
+
+    def __init__(self, text: _PageText, first: int, after: int, env: dict[str, Any]):
+        self.lines, self.size_offsets, self._alnum = text.lines, text.size_offsets, text._alnum
+        self.source_lines, self.source = text.source_lines, text.source
+        self.line_offsets = text.line_offsets
+        self.env = env
+        whole = first == 0 and after == len(text.source_lines)
+        piece = text.source if whole else "\n".join(text.source_lines[first:after])
+        self.tokens = _BLOCK_PARSER.parse(piece, env)
+        if first:
+            for token in self.tokens:
+                if token.map:
+                    token.map = [token.map[0] + first, token.map[1] + first]
         self.closing = _closing_indexes(self.tokens)
         self.top_level = [
             i for i, t in enumerate(self.tokens) if t.level == 0 and t.nesting != -1 and t.map
         ]
         self.block_ends = [lines_of(self.tokens[i])[1] for i in self.top_level]
-        self.line_offsets = _offsets(source_lines)
 
         self._children: dict[int, list[_Unit]] = {}
         self._children_ends: dict[int, list[int]] = {}
@@ -797,7 +876,7 @@ class _Page(_Lines):
         return ""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Marker:
     line: int  # 0-based line where the section starts (for "close": where the outer resumes)
     kind: str  # "heading" | "open" (<details> with a summary) | "close" (</details>)
@@ -805,7 +884,7 @@ class _Marker:
     text: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Details:
     open_line: int
     depth: int  # how many <details> enclose it
@@ -813,7 +892,7 @@ class _Details:
     summary: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Section:
     start: int
     end: int
@@ -821,7 +900,7 @@ class _Section:
     own_heading: str  # text of the heading or summary it starts with ("" if none)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Span:
     """Lines start..end (0-based, inclusive), or with columns the part [begin, stop) of the
     line start (== end)."""
@@ -831,7 +910,7 @@ class _Span:
     columns: tuple[int, int] | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Piece:
     """A span of a section on its way to becoming a chunk."""
 
@@ -861,7 +940,7 @@ class _Piece:
         self.alnum += following.alnum
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Unit:
     start: int
     end: int

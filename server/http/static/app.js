@@ -356,7 +356,7 @@ async function showPage(state) {
     ...permalink(view.permalink),
   );
   $("page-note").textContent = view.note;
-  $("page-note").hidden = !view.cut;
+  $("page-note").hidden = !view.note;
   const body = $("page-body");
   body.replaceChildren(inert(view.html));
   const [from, to] = state.lines.split("-").map(Number);

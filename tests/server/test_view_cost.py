@@ -1,0 +1,94 @@
+"""A page view's cost is bounded by structure, not by machine speed: markdown-it renders at
+most MARKDOWN_CHARS of it, the rest is shown as written, every line of the view numbered."""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+
+from docdex.index_format.records import ChunkRecord, ServedPage
+from docdex.server.answers import pageview, render
+from docdex.server.answers.pageview import MARKDOWN_CHARS, page_view, split_for_rendering
+
+PATH = "dense.md"
+
+
+class OnePage:
+    """The members of an engine that page_view reads, over one page of one chunk a line."""
+
+    version = 1
+
+    def __init__(self, text: str) -> None:
+        self.records = [
+            ChunkRecord(
+                f"docs:{PATH}#chunk{n}",
+                f"docs:{PATH}",
+                "docs",
+                PATH,
+                "Dense",
+                ["Dense"],
+                line,
+                n + 1,
+                n + 1,
+                "",
+                0,
+                0,
+            )
+            for n, line in enumerate(text.split("\n"))
+        ]
+        self.page = ServedPage(
+            doc_id=f"docs:{PATH}",
+            source="docs",
+            path=PATH,
+            blob="",
+            title="Dense",
+            description="",
+            tags=(),
+            created="",
+            modified="",
+            commit="",
+            size=len(text),
+            chunks=(),
+        )
+        self.pages = {self.page.doc_id: self.page}
+
+    def page_chunks(self, _page: ServedPage) -> list[ChunkRecord]:
+        return self.records
+
+    def ref_of(self, _source: str) -> str:
+        return ""
+
+
+def test_a_heading_dense_view_renders_a_bounded_part_as_markdown(monkeypatch):
+    text = "\n".join(f"## Heading {n}" for n in range(40_000))  # about 540 KB
+    given: list[int] = []
+    real = render.render_markdown
+
+    def measured(source: str, *args, **kwargs) -> str:
+        given.append(len(source))
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(render, "render_markdown", measured)
+    engine = OnePage(text)
+    view = page_view(engine, engine.page)  # type: ignore[arg-type]
+    assert given and max(given) <= MARKDOWN_CHARS
+    assert view.cut and "onwards are shown as written" in view.note
+    # every line of the view is in a numbered block, rendered or shown as written
+    spans = [
+        (int(a), int(b)) for a, b in re.findall(r'data-first="(\d+)" data-last="(\d+)"', view.html)
+    ]
+    assert spans[0][0] == 1 and spans[-1][1] == view.last_line
+    assert all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))
+    plain = re.findall(r'class="blk plain"[^>]*><pre><code>(.*?)</code>', view.html, re.S)
+    shown = unescape("\n".join(plain)).split("\n")
+    assert shown[-1] == text.split("\n")[view.last_line - 1]
+
+
+def test_a_view_within_the_bound_is_rendered_whole():
+    text = "# Title\n\n" + "Some words.\n\n" * 100
+    assert split_for_rendering(text, MARKDOWN_CHARS) == (text, "")
+    rendered, rest = split_for_rendering("a\n\nb\nc", 5)
+    assert (rendered, rest) == ("a", "\nb\nc")  # cut at the blank line, the rest from it
+    assert pageview.plain_html("<b>\nx", 7).startswith(
+        '<div class="blk plain" id="L7" data-first="7" data-last="8"><pre><code>&lt;b&gt;'
+    )
