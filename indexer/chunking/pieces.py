@@ -7,12 +7,12 @@ size is one piece, parsed as before), so its memory is bounded by the piece and 
 linear in the page.
 
 A piece ends where a block cannot continue, before a heading if it can (so that a section's
-heading stays with what follows it): before a line that starts in the first column after a
-blank line, outside a fenced code block and a raw HTML block (`<pre>`, `<script>`,
-`<style>`, `<textarea>`, a comment), which may hold blank lines. When no such boundary lies
-within PIECE_CHARS (a table, a blockquote or a list with no blank line), the piece ends at
-the last line outside a fence or raw HTML block instead; a fence or raw block longer than a
-piece (cheap to parse: one token) is never cut.
+heading stays with what follows it), and never right after a heading: before a line that
+starts in the first column after a blank line, outside a fenced code block and a raw HTML
+block (`<pre>`, `<script>`, `<style>`, `<textarea>`, a comment), which may hold blank
+lines. When no such boundary lies within PIECE_CHARS (a table, a blockquote or a list with
+no blank line), the piece ends at the last line outside a fence or raw HTML block instead; a
+fence or raw block longer than a piece (cheap to parse: one token) is never cut.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import re
 
 PIECE_CHARS = 64_000  # the most markdown-it is given at once, in characters of the page
 
+_ATX = re.compile(r" {0,3}#{1,6}(\s|$)")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _RAW_OPEN = re.compile(r" {0,3}<(?:(script|pre|style|textarea)(?=[\s>]|$)|(!--))", re.IGNORECASE)
 
@@ -35,19 +36,27 @@ def piece_bounds(lines: list[str], piece_chars: int = PIECE_CHARS) -> list[tuple
         return [(0, len(lines))]
     bounds: list[tuple[int, int]] = []
     start = 0
-    heading = safe = forced = -1  # the last boundaries seen: a section's, a block's, a line's
+    # the last boundaries seen: a section's, a block's, a heading's with no blank line
+    # before it, a line's; never a line right after a heading (it would lose its section)
+    heading = safe = bare = forced = -1
     fence, raw = "", ""  # the open fence's marker, the open raw block's closing tag
+    after_heading = False  # the last line with text before this one is a heading
     for index, line in enumerate(lines):
         if index > start and not fence and not raw:
-            forced = index
-            if not lines[index - 1].strip() and line[:1] not in ("", " ", "\t"):
-                safe = index
-                heading = index if line.startswith("#") else heading
+            blank_before = not lines[index - 1].strip()
+            if line.startswith("#") and _ATX.match(line) is not None:  # not in a list item
+                heading, bare = (index, bare) if blank_before else (heading, index)
+            if not after_heading:
+                forced = index
+                if blank_before and line[:1] not in ("", " ", "\t"):
+                    safe = index
+        if line.strip() and not fence and not raw:
+            after_heading = _ATX.match(line) is not None
         if offsets[index + 1] - offsets[start] > piece_chars:
-            cut = next((c for c in (heading, safe, forced) if c > start), -1)
+            cut = next((c for c in (heading, safe, bare, forced) if c > start), -1)
             if cut > start:
                 bounds.append((start, cut))
-                start, heading, safe, forced = cut, -1, -1, -1
+                start, heading, safe, bare, forced = cut, -1, -1, -1, -1
         fence, raw = _block_state(line, fence, raw)
     bounds.append((start, len(lines)))
     return bounds

@@ -68,6 +68,14 @@ def test_pieces_cover_the_lines_and_cut_at_blocks_outside_fences():
     assert piece_bounds(["short"] * 10) == [(0, 10)]
 
 
+def test_a_heading_stays_with_the_long_line_after_it():
+    text = "# Export log\n\n" + " ".join(f"entry-{i}=ok" for i in range(6_000)) + "\n"
+    assert len(text) > PIECE_CHARS
+    assert 2 not in {first for first, _ in piece_bounds(text.split("\n"))}  # not after "#"
+    page = parse_page(text, "export.md", ChunkerSettings(budget_chars=25_000))
+    assert [(c.start_line, c.end_line) for c in page.chunks] == [(1, 3)]
+
+
 def test_a_small_page_is_one_piece_and_chunks_as_before(monkeypatch):
     text = "# Guide\n\n" + "".join(f"## Part {n}\n\n{'Words here. ' * 30}\n\n" for n in range(60))
     assert len(text) < PIECE_CHARS
