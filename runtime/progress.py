@@ -61,18 +61,22 @@ class Progress:
             bar = "#" * filled + "-" * (width - filled)
             left = f", {_duration(self._left(rate))} left" if self.done < self.total else ""
             self.stream.write(
-                f"\r{self.label} [{bar}] {self.done}/{self.total} ({rate:.0f}/s{left})"
+                f"\r{self.label} [{bar}] {self.done}/{self.total} ({_rate(rate)}/s{left})"
             )
         else:
             left = f", about {_duration(self._left(rate))} left" if self.done < self.total else ""
             self.stream.write(
                 f"{self.label}: {self.done:,}/{self.total:,} {self.unit} "
-                f"({self.done / self.total:.0%}), {rate:,.0f}/s{left}\n"
+                f"({self.done / self.total:.0%}), {_rate(rate)}/s{left}\n"
             )
         self.stream.flush()
 
     def _left(self, rate: float) -> float:
         return (self.total - self.done) / rate if rate > 0 else float("inf")
+
+
+def _rate(rate: float) -> str:
+    return f"{rate:,.0f}" if rate >= 10 else f"{rate:.1f}"
 
 
 def _duration(seconds: float) -> str:

@@ -50,8 +50,8 @@ def test_a_terminal_gets_a_bar_with_the_time_left():
     progress = Progress("embedding chunks", 600, terminal, clock=clock)
     clock.now += 60.0
     progress.advance(300)
-    assert terminal.getvalue().endswith("300/600 (5/s, 1 min 00 s left)")
+    assert terminal.getvalue().endswith("300/600 (5.0/s, 1 min 00 s left)")
     clock.now += 60.0
     progress.advance(300)
     progress.close()
-    assert terminal.getvalue().endswith("] 600/600 (5/s)\n")
+    assert terminal.getvalue().endswith("] 600/600 (5.0/s)\n")
