@@ -208,54 +208,60 @@ def child(name: str, page_file: Path) -> Measured:
 
 def _view(name: str, text: str, parsed) -> None:
     """The page view of the parsed page, through `page_view` over an engine that holds it."""
-    from docdex.index_format.records import ChunkRecord, ServedPage
     from docdex.server.answers.pageview import page_view
 
-    path = f"{name}.md"
-    records = [
-        ChunkRecord(
-            f"cost:{path}#chunk{i}",
-            f"cost:{path}",
-            "cost",
-            path,
-            parsed.title,
-            c.headings,
-            c.text,
-            c.start_line,
-            c.end_line,
-            "",
-            0,
-            0,
+    spans = [(c.headings, c.text, c.start_line, c.end_line) for c in parsed.chunks]
+    engine = PageAlone("cost", f"{name}.md", parsed.title, text, spans, parsed.front_matter)
+    page_view(engine, engine.page)  # type: ignore[arg-type]  # the few members page_view reads
+
+
+class PageAlone:
+    """The members of an engine that page_view reads, over one page: its chunks given as
+    (headings, text, start line, end line)."""
+
+    version = 1
+
+    def __init__(
+        self,
+        source: str,
+        path: str,
+        title: str,
+        text: str,
+        chunks: list[tuple[list[str], str, int, int]],
+        front_matter: str = "",
+    ) -> None:
+        from docdex.index_format.records import ChunkRecord, ServedPage
+
+        doc_id = f"{source}:{path}"
+        self.records = [
+            ChunkRecord(
+                f"{doc_id}#chunk{i}", doc_id, source, path, title, headings, body, start, end,
+                "", 0, 0,
+            )
+            for i, (headings, body, start, end) in enumerate(chunks)
+        ]  # fmt: skip
+        self.page = ServedPage(
+            doc_id=doc_id,
+            source=source,
+            path=path,
+            blob="",
+            title=title,
+            description="",
+            tags=(),
+            created="",
+            modified="",
+            commit="",
+            size=len(text),
+            front_matter=front_matter,
+            chunks=(),
         )
-        for i, c in enumerate(parsed.chunks)
-    ]
-    page = ServedPage(
-        doc_id=f"cost:{path}",
-        source="cost",
-        path=path,
-        blob="",
-        title=parsed.title,
-        description="",
-        tags=(),
-        created="",
-        modified="",
-        commit="",
-        size=len(text),
-        front_matter=parsed.front_matter,
-        chunks=(),
-    )
+        self.pages = {doc_id: self.page}
 
-    class _Engine:
-        version = 1
-        pages = {page.doc_id: page}
+    def page_chunks(self, _page: object) -> list:
+        return self.records
 
-        def page_chunks(self, _page: ServedPage) -> list[ChunkRecord]:
-            return records
-
-        def ref_of(self, _source: str) -> str:
-            return ""
-
-    page_view(_Engine(), page)  # type: ignore[arg-type]  # the few members page_view reads
+    def ref_of(self, _source: str) -> str:
+        return ""
 
 
 def main(argv: list[str]) -> int:

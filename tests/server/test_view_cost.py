@@ -6,57 +6,20 @@ from __future__ import annotations
 import re
 from html import unescape
 
-from docdex.index_format.records import ChunkRecord, ServedPage
 from docdex.server.answers import pageview, render
 from docdex.server.answers.pageview import MARKDOWN_CHARS, page_view, split_for_rendering
+
+from bench.faults.cost import PageAlone
 
 PATH = "dense.md"
 
 
-class OnePage:
-    """The members of an engine that page_view reads, over one page of one chunk a line."""
-
-    version = 1
-
-    def __init__(self, text: str) -> None:
-        self.records = [
-            ChunkRecord(
-                f"docs:{PATH}#chunk{n}",
-                f"docs:{PATH}",
-                "docs",
-                PATH,
-                "Dense",
-                ["Dense"],
-                line,
-                n + 1,
-                n + 1,
-                "",
-                0,
-                0,
-            )
-            for n, line in enumerate(text.split("\n"))
-        ]
-        self.page = ServedPage(
-            doc_id=f"docs:{PATH}",
-            source="docs",
-            path=PATH,
-            blob="",
-            title="Dense",
-            description="",
-            tags=(),
-            created="",
-            modified="",
-            commit="",
-            size=len(text),
-            chunks=(),
-        )
-        self.pages = {self.page.doc_id: self.page}
-
-    def page_chunks(self, _page: ServedPage) -> list[ChunkRecord]:
-        return self.records
-
-    def ref_of(self, _source: str) -> str:
-        return ""
+def one_page(text: str) -> PageAlone:
+    """An engine's members page_view reads, over one page of one chunk a line."""
+    lines = text.split("\n")
+    return PageAlone(
+        "docs", PATH, "Dense", text, [(["Dense"], x, n, n) for n, x in enumerate(lines, 1)]
+    )
 
 
 def test_a_heading_dense_view_renders_a_bounded_part_as_markdown(monkeypatch):
@@ -69,7 +32,7 @@ def test_a_heading_dense_view_renders_a_bounded_part_as_markdown(monkeypatch):
         return real(source, *args, **kwargs)
 
     monkeypatch.setattr(render, "render_markdown", measured)
-    engine = OnePage(text)
+    engine = one_page(text)
     view = page_view(engine, engine.page)  # type: ignore[arg-type]
     assert given and max(given) <= MARKDOWN_CHARS
     assert view.cut and "onwards are shown as written" in view.note
