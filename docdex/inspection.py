@@ -37,6 +37,14 @@ class VersionInfo(msgspec.Struct):
     bytes: int
 
 
+class VersionDetails(msgspec.Struct):
+    """A version and the entries (a source's default ref, each of its other refs) it
+    indexes, by name."""
+
+    info: VersionInfo
+    entries: list[SourceState]
+
+
 class ChunkInfo(msgspec.Struct):
     chunk_id: str
     headings: list[str]
@@ -58,8 +66,9 @@ class SourceDetails(msgspec.Struct):
     problems: list[FileProblem]
 
 
-def versions(data: DataDir) -> list[VersionInfo]:
-    """Every published version (up to the one CURRENT names), oldest first."""
+def version_details(data: DataDir) -> list[VersionDetails]:
+    """Every published version (up to the one CURRENT names) with the state of each entry
+    it indexes, oldest first."""
     data.check()
     current = current_version(data)
     out = []
@@ -67,7 +76,8 @@ def versions(data: DataDir) -> list[VersionInfo]:
         if current is None or version > current:
             continue  # never published
         manifest = load_manifest(data, version)
-        out.append(_version_info(data, manifest, version == current))
+        entries = [manifest.sources[name] for name in sorted(manifest.sources)]
+        out.append(VersionDetails(_version_info(data, manifest, version == current), entries))
     return out
 
 

@@ -4,6 +4,8 @@ The hook is `post-receive.sh` beside this file with the venv's python, the data 
 the sources that track the repository and the worker's idle timeout written into it. A hook
 already in place is kept: it moves to `post-receive.docdex-chained` (a rename, so its bytes
 and mode stay exactly as they were), ours runs it first, and uninstall renames it back.
+`docdex source set` rewrites an installed hook when a source's branch, refs or location
+change what it must match (`refresh_hooks`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 import shlex
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -27,6 +29,7 @@ from docdex.index_format.config import (
     SourceConfig,
     load_config,
     save_config,
+    source_kind,
     validate_ref_pattern,
     validate_source_name,
 )
@@ -49,6 +52,13 @@ class Installed:
     registered: bool  # the source was added to docdex.toml by this install
     chained: bool  # an earlier hook runs first
     tracked: list[SourceConfig]  # the sources of this repository (branch, refs patterns)
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    hook: Path
+    repository: Path
+    tracked: list[SourceConfig]  # what pushes index now ([]: no source tracks it any more)
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,25 @@ def install_hook(
         os.rename(hook, chained)
     _write_executable(hook, script)
     return Installed(hook, name, registered, _exists(chained), tracked)
+
+
+def refresh_hooks(data: DataDir, locations: Iterable[str]) -> list[Refreshed]:
+    """Rewrite the docdex hook of each of these locations that is a bare repository with one
+    installed for this data directory, from the sources docdex.toml now has for it (their
+    branch and refs are written into the hook). The hook keeps the python and the worker's
+    idle timeout it was installed with; an earlier hook it chains to stays as it is."""
+    config = load_config(data)
+    refreshed = []
+    for bare in _bare_repositories(locations):
+        hook = _installed_hook(bare)
+        installed = _installed_values(hook) if hook else None
+        if hook is None or installed is None or installed.data != data.root.resolve():
+            continue
+        tracked = [s for s in config.sources if _same_repo(s.location, bare)]
+        script = render_hook(installed.python, data, tracked, installed.idle_exit_s)
+        if _rewrite(hook, bare, script):
+            refreshed.append(Refreshed(hook, bare, tracked))
+    return refreshed
 
 
 def uninstall_hook(repo: str | os.PathLike[str]) -> Uninstalled:
@@ -145,9 +174,53 @@ def _pattern(source: SourceConfig, pattern: str) -> str:
         raise HookError(f"source {source.name!r}: {exc}") from None
 
 
-def _bare_repository(repo: str | os.PathLike[str]) -> Path:
-    from docdex.index_format.config import source_kind
+@dataclass(frozen=True)
+class _HookValues:
+    """What an installed hook was rendered with, besides the sources."""
 
+    python: str
+    data: Path
+    idle_exit_s: int
+
+
+def _installed_values(hook: Path) -> _HookValues | None:
+    """The values written into a docdex hook (None when they cannot be read back)."""
+    values: dict[str, str] = {}
+    for line in hook.read_text("utf-8", errors="replace").splitlines():
+        name, is_value, value = line.partition("=")
+        if is_value and name in ("DOCDEX_PYTHON", "DOCDEX_DATA", "DOCDEX_IDLE_EXIT"):
+            values.setdefault(name, value)
+    try:
+        [python], [data] = shlex.split(values["DOCDEX_PYTHON"]), shlex.split(values["DOCDEX_DATA"])
+        return _HookValues(python, Path(data), int(values["DOCDEX_IDLE_EXIT"]))
+    except (KeyError, ValueError):
+        return None
+
+
+def _installed_hook(bare: Path) -> Path | None:
+    """The repository's post-receive hook when it is docdex's."""
+    try:
+        hook = _hooks_dir(bare) / HOOK
+    except HookError:  # a shared core.hooksPath: install refuses it, so no hook of ours
+        return None
+    return hook if is_docdex_hook(hook) else None
+
+
+def _bare_repositories(locations: Iterable[str]) -> list[Path]:
+    """The distinct bare repositories among these source locations."""
+    found: list[Path] = []
+    for location in locations:
+        try:
+            bare = source_kind(location) == "bare"
+            path = Path(location).expanduser().resolve()
+        except (DocdexError, OSError, RuntimeError):  # a path that is no repository (any more)
+            continue
+        if bare and path not in found:
+            found.append(path)
+    return found
+
+
+def _bare_repository(repo: str | os.PathLike[str]) -> Path:
     path = Path(repo).expanduser().resolve()
     kind = source_kind(str(path))  # SourceError when it is no repository
     if kind != "bare":
@@ -218,6 +291,20 @@ def _git_config(bare: Path, *scope: str) -> str:
         text=True,
         check=False,
     ).stdout.strip()
+
+
+def _rewrite(hook: Path, bare: Path, script: str) -> bool:
+    """Write `script` as the hook unless it is that already; whether it was written."""
+    try:
+        if hook.read_text("utf-8") == script:
+            return False
+        _write_executable(hook, script)
+    except OSError as exc:
+        raise HookError(
+            f"cannot rewrite {hook} ({exc.strerror or exc}): pushes still match what it had; "
+            f"run `docdex hook install {bare}` once it can be written"
+        ) from None
+    return True
 
 
 def _exists(path: Path) -> bool:

@@ -1,5 +1,6 @@
 #!/bin/sh
 # docdex post-receive hook: installed by `docdex hook install`, removed by `docdex hook uninstall`.
+# `docdex source set` writes it again when a source's branch, refs or location change.
 #
 # For each pushed branch or tag a docdex source tracks it files a request in the data
 # directory's queue, makes sure a worker runs, and returns at once: the push never waits for

@@ -15,9 +15,30 @@ import msgspec
 from docdex.errors import DocdexError
 
 from .layout import DataDir, write_atomic
+from .models import (
+    BUILT_IN_EMBEDDERS,
+    EMBEDDER_KINDS,
+    MINILM,
+    EmbedderSpec,
+    ModelSpec,
+    RerankEndpoint,
+    model_problem,
+)
 from .records import CHUNKER_RULES, WINDOW_OVERLAP, WINDOW_TOKENS, ChunkerSettings
 
 DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown", "**/*.mdx"]
+# What a new source skips unless asked: hidden folders (.github, .claude, .vitepress...: tooling,
+# which the site generators skip too), dependencies, test data and agents' instruction files.
+DEFAULT_EXCLUDE = [
+    "**/.*/**",
+    "**/node_modules/**",
+    "**/vendor/**",
+    "**/fixtures/**",
+    "**/__fixtures__/**",
+    "**/testdata/**",
+    "**/CLAUDE.md",
+    "**/AGENTS.md",
+]
 SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # The short name of a branch or tag a source's `refs` may index (a subset of what git allows:
 # no '@', ':' or '#', so that "source@ref:path#chunkN" splits one way only).
@@ -65,7 +86,11 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # one source's share of a worker's cycle: past it the source fails on its own, keeping its
     # last indexed pages, and the others publish (0 = half of cycle_timeout_s)
     source_timeout_s: Annotated[int, msgspec.Meta(ge=0)] = 0
-    reranker: str = "default"  # default | none | maxsim | cross-encoder:/path/to/onnx-dir
+    # default | none | maxsim | cross-encoder:/path/to/onnx-dir | NAME of a rerank [models.NAME]
+    reranker: str = "default"
+    # "minilm" (the shipped model) or the name of a [models.NAME] table (models.py): changing
+    # it re-embeds every source into a new version while the old one keeps serving
+    embedder: str = MINILM
     late_interaction: bool = False  # write token vectors for MaxSim (ADR 0006; ~70 B/token)
     # /health says "stale" once a ref's tip has been ahead of its index this long (the hook,
     # the worker or the poller is not doing its job)
@@ -100,7 +125,7 @@ class SourceConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # short names or refs/heads/..., refs/tags/..., where `*` matches any characters
     refs: list[str] = []
     include: list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_INCLUDE))
-    exclude: list[str] = []
+    exclude: list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_EXCLUDE))
     poll_interval: int = 1800  # seconds, remote sources only
     description: str = ""  # one line on what the source holds, for agents (list_sources)
     # Where people read a file: a template with {commit} {path} {start_line} {end_line} {ref}
@@ -114,6 +139,22 @@ class SourceConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     settings: Settings = Settings()
     sources: list[SourceConfig] = []
+    models: dict[str, ModelSpec] = {}  # [models.NAME] tables: embedders and rerankers
+
+    def embedder_spec(self) -> EmbedderSpec | None:
+        """The configured embedder (None: the shipped one)."""
+        name = self.settings.embedder
+        if name in BUILT_IN_EMBEDDERS and name not in self.models:
+            return BUILT_IN_EMBEDDERS[name]
+        spec = self.models.get(name)
+        if spec is None or isinstance(spec, RerankEndpoint):
+            raise ConfigError(models_problem(self))  # load_config refuses such a file
+        return spec
+
+    def reranker_spec(self) -> RerankEndpoint | None:
+        """The rerank endpoint `reranker` names, if it names one."""
+        spec = self.models.get(self.settings.reranker)
+        return spec if isinstance(spec, RerankEndpoint) else None
 
     def source(self, name: str) -> SourceConfig:
         for source in self.sources:
@@ -135,9 +176,44 @@ def load_config(data: DataDir) -> Config:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{data.config} is not valid TOML: {exc}") from None
     try:
-        return msgspec.convert(raw, Config)
+        config = msgspec.convert(raw, Config)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"{data.config}: {exc}") from None
+    problem = models_problem(config)
+    if problem:
+        raise ConfigError(f"{data.config}: {problem}")
+    return config
+
+
+def models_problem(config: Config) -> str:
+    """Why the models the settings name cannot be used ("" = they can)."""
+    for table, model in config.models.items():
+        problem = model_problem(table, model)
+        if problem:
+            return problem
+    settings = config.settings
+    name = settings.embedder
+    if name not in BUILT_IN_EMBEDDERS or name in config.models:
+        spec = config.models.get(name)
+        if spec is None:
+            embedders = (n for n, s in config.models.items() if not isinstance(s, RerankEndpoint))
+            known = ", ".join(embedders)
+            return (
+                f'embedder {name!r} is neither "minilm", "minilm-int8" nor a [models.{name}] table'
+                + (f" (embedders configured: {known})" if known else "")
+                + f"; a [models.NAME] table has kind = one of {EMBEDDER_KINDS}"
+            )
+        if isinstance(spec, RerankEndpoint):
+            return f"embedder {name!r} names a rerank endpoint, not an embedder"
+        if settings.late_interaction:
+            return (
+                "late_interaction stores the shipped model's token vectors: it needs "
+                f'embedder = "minilm", not {name!r}'
+            )
+    named = config.models.get(settings.reranker)
+    if named is not None and not isinstance(named, RerankEndpoint):
+        return f"reranker {settings.reranker!r} names an embedder, not a rerank endpoint"
+    return ""
 
 
 def save_config(data: DataDir, config: Config) -> None:
@@ -213,6 +289,9 @@ def to_toml(config: Config) -> str:
     for source in config.sources:
         lines += ["", "[[sources]]"]
         lines += _toml_pairs(msgspec.to_builtins(source))
+    for name, spec in config.models.items():
+        lines += ["", f"[models.{json.dumps(name, ensure_ascii=False)}]"]
+        lines += _toml_pairs(msgspec.to_builtins(spec))
     return "\n".join(lines) + "\n"
 
 

@@ -13,6 +13,14 @@ line wins over its variable. An empty variable counts as unset.
     DOCDEX_PORT             its port                           8085
     DOCDEX_TOKEN            the bearer token it requires       none
     DOCDEX_ALLOWED_HOSTS    more Host names it answers to      none (comma-separated)
+    DOCDEX_AUTH             token, oauth or jwt (`--auth`)     token
+    DOCDEX_PUBLIC_URL       the https address clients reach:   http://HOST:PORT on loopback
+                            the OAuth resource and issuer
+    DOCDEX_ADMIN_SECRET     the owner's secret on the OAuth    none (oauth needs one)
+                            consent page
+    DOCDEX_JWKS_URL, DOCDEX_JWT_ISSUER, DOCDEX_JWT_AUDIENCE
+                            an identity provider's keys, its   none; the audience is the
+                            tokens' iss and aud (--auth jwt)   resource URI (PUBLIC_URL/mcp)
     DOCDEX_HEADER_TIMEOUT   seconds to a request's whole head  10
     DOCDEX_IDLE_TIMEOUT     seconds a kept-alive connection    5
                             may wait for its next request
@@ -25,8 +33,10 @@ line wins over its variable. An empty variable counts as unset.
     MALLOC_ARENA_MAX        glibc's own: when set, the server  unset (the server caps
                             leaves its malloc arenas alone     them at 2)
 
-GIT_SSH_COMMAND is not read here: the ssh that fetches a remote source runs it, as git does
-(indexer/sources/remote.py).
+The variables a model needs are handed to model/keys.py as they are, read when needed: the
+one a `[models.NAME]` table's `api_key_env` names (an endpoint's API key), HF_ENDPOINT and
+HF_TOKEN (`docdex model pull`'s hub and its token). GIT_SSH_COMMAND is not read here: the
+ssh that fetches a remote source runs it, as git does (indexer/sources/remote.py).
 """
 
 from __future__ import annotations
@@ -74,6 +84,12 @@ class Environment(msgspec.Struct, frozen=True, kw_only=True):
     port: int = DEFAULT_PORT
     token: str | None = None
     allowed_hosts: tuple[str, ...] = ()
+    auth: str = ""  # "", token, oauth or jwt (checked where it is used: server/http/oauth/)
+    public_url: str = ""
+    admin_secret: str = ""  # held in memory only
+    jwks_url: str = ""
+    jwt_issuer: str = ""
+    jwt_audience: str = ""
     connections: ConnectionLimits = ConnectionLimits()
     log_format: LogFormat | None = None  # None: the entry point's default
     log_level: str | None = None  # a level's name, upper case; None: the entry point's default
@@ -92,6 +108,12 @@ def read_environment(environ: Mapping[str, str]) -> Environment:
         port=values.parsed("DOCDEX_PORT", _port, DEFAULT_PORT),
         token=values.parsed("DOCDEX_TOKEN", _token, None),
         allowed_hosts=tuple(values.names("DOCDEX_ALLOWED_HOSTS")),
+        auth=values.parsed("DOCDEX_AUTH", _auth_mode, ""),
+        public_url=values.text("DOCDEX_PUBLIC_URL"),
+        admin_secret=values.text("DOCDEX_ADMIN_SECRET"),
+        jwks_url=values.text("DOCDEX_JWKS_URL"),
+        jwt_issuer=values.text("DOCDEX_JWT_ISSUER"),
+        jwt_audience=values.text("DOCDEX_JWT_AUDIENCE"),
         connections=ConnectionLimits(
             header_timeout=values.parsed("DOCDEX_HEADER_TIMEOUT", _seconds, 10.0),
             idle_timeout=values.parsed("DOCDEX_IDLE_TIMEOUT", _seconds, 5.0),
@@ -145,6 +167,15 @@ def _token(text: str) -> str:
     if not (text.isascii() and text.isprintable()):
         raise ValueError(PRINTABLE_TOKEN)
     return text
+
+
+AUTH_MODES = ("token", "oauth", "jwt")
+
+
+def _auth_mode(text: str) -> str:
+    if text.lower() not in AUTH_MODES:
+        raise ValueError(f"one of {', '.join(AUTH_MODES)}, not {text[:40]!r}")
+    return text.lower()
 
 
 def _seconds(text: str) -> float:

@@ -1,24 +1,29 @@
-"""Run metrics the worker leaves under state/ for the server's /health to show.
+"""Run metrics every indexing run leaves under state/ for the server's /health to show.
 
-Two small JSON files, each replaced atomically by its writer (the indexing worker) and read
-by anyone: `state/last_ingestion.json` after a run that published or checked a version, and
-`state/last_failure.json` after a run that failed. They are run state, never part of a
+Two small JSON files, each replaced atomically by its writer (an indexing run, or the worker
+for a cycle that died) and read by anyone: `state/last_ingestion.json` after a run that
+published or checked a version, and `state/last_failure.json` after a run (or one of its
+sources) that failed. They are run state, never part of a
 version; a missing or unreadable file reads as None.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 import msgspec
 
 from .layout import DataDir, write_atomic
+from .times import iso_utc
 
 LAST_INGESTION_FILE = "last_ingestion.json"
 LAST_FAILURE_FILE = "last_failure.json"
 
 T = TypeVar("T")
+log = logging.getLogger("docdex.metrics")
 
 
 class IngestionMetrics(msgspec.Struct, frozen=True):
@@ -56,6 +61,21 @@ def write_last_ingestion(data: DataDir, metrics: IngestionMetrics) -> None:
 
 def write_last_failure(data: DataDir, failure: IngestionFailure) -> None:
     _write(last_failure_path(data), failure)
+
+
+def record(write: Callable[[DataDir, T], None], data: DataDir, outcome: T) -> None:
+    """Write with `write`; a full disk loses the metrics (logged), never the run."""
+    try:
+        write(data, outcome)
+    except OSError as exc:
+        log.error("could not record the run's outcome in %s: %s", data.state, exc)
+
+
+def record_failure(data: DataDir, error: str, duration_s: float | None, source: str = "") -> None:
+    """A run that failed as a whole (or one source of it, when named)."""
+    duration = None if duration_s is None else round(duration_s, 3)
+    failure = IngestionFailure(failed_at=iso_utc(), error=error, source=source, duration_s=duration)
+    record(write_last_failure, data, failure)
 
 
 def read_last_ingestion(data: DataDir) -> IngestionMetrics | None:

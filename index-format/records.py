@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import msgspec
 
+from .models import EmbedderSpec
+
 FORMAT_MAJOR = 1
 FORMAT_MINOR = 2  # the newest minor this code reads and writes (1: token vectors, 2: checksums)
 
@@ -76,11 +78,16 @@ class ChunkerSettings(msgspec.Struct, frozen=True):
 
 
 class EmbedderInfo(msgspec.Struct, frozen=True):
-    id: str  # e.g. "all-MiniLM-L6-v2-onnx-int8"
+    """The model a version's vectors were made with. `id` is its identity: content hashes
+    are keyed by it, so a different model never reuses another's vectors."""
+
+    id: str  # e.g. "all-MiniLM-L6-v2-onnx-int8", "onnx:<digest>", "openai:<model>:<digest>"
     dim: int
-    sha256: str  # of the model file
+    sha256: str  # of the model file (a configured model: of what decides its vectors)
     window_tokens: int = WINDOW_TOKENS
     window_overlap: int = WINDOW_OVERLAP
+    # how to load it again (models.py): None for the shipped model; never an API key
+    spec: EmbedderSpec | None = None
 
 
 # --- stored records ------------------------------------------------------------------------
@@ -229,6 +236,7 @@ class SegmentRef(msgspec.Struct, frozen=True):
     bytes: int
     tombstones: list[int] = []  # chunk indexes no longer live in this version
     files: list[FileSum] = []  # every file of the segment ([]: written before format 1.2)
+    model: str = ""  # the EmbedderInfo.id its vectors were made with ("" = the manifest's)
 
 
 class SourceState(msgspec.Struct, frozen=True):

@@ -49,7 +49,7 @@ OLD_FORMAT_NOTE = "no checksums recorded (older format)"
 
 class Problem(msgspec.Struct, frozen=True):
     file: str  # relative to the data directory
-    kind: str  # missing | size | checksum | decode | shape | count | open
+    kind: str  # missing | size | checksum | decode | shape | count | open | model
     detail: str  # one sentence
 
 
@@ -183,6 +183,22 @@ def manifest_problems(data: DataDir, manifest: Manifest) -> list[Problem]:
     return [Problem(f"versions/{path.name}", "checksum", detail)]
 
 
+def model_problems(manifest: Manifest) -> list[Problem]:
+    """A segment whose vectors another model made than the one the version records: its
+    vectors and the queries' would not be comparable."""
+    model = manifest.embedder.id
+    return [
+        Problem(
+            f"segments/{ref.id}",
+            "model",
+            f"its vectors were made by embedder {ref.model!r}, but version "
+            f"{manifest.version} records {model!r}: `docdex index --full` embeds them again",
+        )
+        for ref in manifest.segments
+        if ref.model and ref.model != model
+    ]
+
+
 def describe(problems: Sequence[Problem]) -> str:
     """One sentence for a log line or /health: the first problem, and how many follow."""
     first = problems[0]
@@ -253,7 +269,7 @@ class _Checker:
 def _structure(data: DataDir, manifest: Manifest, damaged: set[str]) -> list[Problem]:
     """Problems of the content: what decodes, and whether it agrees with the manifest. A
     file already found damaged is not read again (one problem per file)."""
-    problems: list[Problem] = []
+    problems: list[Problem] = model_problems(manifest)
     live: dict[str, set[int]] = {}
     for ref in manifest.segments:
         problems += _segment(data, ref, manifest.embedder.dim, damaged)

@@ -23,12 +23,12 @@ from tokenizers import Tokenizer
 
 from docdex.index_format.records import WINDOW_OVERLAP, WINDOW_TOKENS, EmbedderInfo
 
-from .files import load_tokenizer, model_info, weights_path
+from .files import ModelMissing, load_tokenizer, model_info, weights_path
 from .sessions import cached_graph, cached_session
 from .windows import (
     CLS_ID,
     SEP_ID,
-    length_batches,
+    embed_batched,
     mean_pooled,
     pad_windows,
     split_windows,
@@ -71,8 +71,8 @@ class Embedder:
         self.info = info
         self.token_budget = token_budget
         self.max_batch = max_batch
-        # "passage" (passagegraph.py), "int8" (the query graph, int8graph.py), or "float32"
-        # (the package's graph, when neither can be built here)
+        # "passage" (passagegraph.py), "passage-int8" (its int8 form), "int8" (the query
+        # graph, int8graph.py), or "float32" (the package's graph, when neither can be built)
         self.graph = graph
 
     @classmethod
@@ -84,17 +84,23 @@ class Embedder:
         token_budget: int = TOKEN_BUDGET,
         max_batch: int = MAX_BATCH,
         for_queries: bool = False,
+        passages: str = "float32",
     ) -> Embedder:
         """Load the installed model; `threads` None means os.cpu_count().
 
         `for_queries`: run the int8 query graph, a third of the memory of the float32 one
         and as fast for one window. Otherwise the passage graph (passagegraph.py): the
-        float32 model with its attention and GELU fused, the same vectors faster."""
+        float32 model with its attention and GELU fused, the same vectors faster, or with
+        `passages="int8"` its int8 form (other vectors: the "minilm-int8" embedder)."""
         info = model_info(window_tokens, window_overlap)  # checks the weights' pinned hash
         path, sha = weights_path(), info.sha256
         tokenizer = load_tokenizer()
         threads = threads or os.cpu_count() or 1
         graph, session = "int8", _int8_session(path, sha, threads) if for_queries else None
+        if session is None and passages == "int8":
+            graph, session = "passage-int8", _passage_session(path, sha, threads, "int8")
+            if session is None:  # its vectors are another model's: no quiet fallback
+                raise ModelMissing("the int8 passage graph cannot be built here (see the log)")
         if session is None:
             graph, session = "passage", _passage_session(path, sha, threads)
         if session is None:
@@ -151,15 +157,12 @@ class Embedder:
         self, windows: list[list[int]], progress: ProgressFn | None = None
     ) -> np.ndarray:
         """(n, dim) float32 unit vectors, in input order (batched by length internally)."""
-        out = np.empty((len(windows), self.info.dim), dtype=np.float32)
-        if not windows:
-            return out
-        lengths = np.fromiter((len(w) for w in windows), dtype=np.int64, count=len(windows))
-        for group in length_batches(lengths, self.token_budget, self.max_batch, self.max_padding):
-            out[group] = mean_pooled(*self.hidden_states([windows[k] for k in group]))
-            if progress is not None:
-                progress(len(group))
-        return out
+        batching = (self.token_budget, self.max_batch, self.max_padding)
+
+        def run(batch: list[list[int]]) -> np.ndarray:
+            return mean_pooled(*self.hidden_states(batch))
+
+        return embed_batched(windows, self.info.dim, run, batching, progress)
 
     def embed_texts(
         self, texts: list[str], progress: ProgressFn | None = None
@@ -203,20 +206,24 @@ def _int8_session(path: Path, sha256: str, threads: int) -> ort.InferenceSession
     )
 
 
-def _passage_session(path: Path, sha256: str, threads: int) -> ort.InferenceSession | None:
-    """A session over the fused passage graph; None when it cannot be built or run here,
-    and the caller uses the package's graph (the same vectors, slower)."""
+def _passage_session(
+    path: Path, sha256: str, threads: int, kind: str = "float32"
+) -> ort.InferenceSession | None:
+    """A session over the fused passage graph (`kind` float32 or int8); None when it cannot
+    be built or run here, and the caller uses the package's graph (float32: the same
+    vectors, slower)."""
     from .passagegraph import REWRITE_VERSION, passage_graph
 
     return _rewritten_session(
-        "passage",
-        "minilm-passage",
+        "passage" if kind == "float32" else f"{kind} passage",
+        "minilm-passage" if kind == "float32" else f"minilm-passage-{kind}",
         "passagegraph",
         REWRITE_VERSION,
-        passage_graph,
+        lambda model: passage_graph(model, kind),
         path,
         sha256,
         threads,
+        child_args=() if kind == "float32" else (kind,),
     )
 
 
@@ -229,12 +236,14 @@ def _rewritten_session(
     path: Path,
     sha256: str,
     threads: int,
+    child_args: tuple[str, ...] = (),
 ) -> ort.InferenceSession | None:
     """A session over `rewrite(path)`, cached per machine as `kind` and built by a child
-    running `module`; None (and a log line saying why) when it cannot be built or run."""
+    running `module` (with `child_args` after the model and the file); None (and a log
+    line saying why) when it cannot be built or run."""
     cached = cached_graph(kind, sha256, f"rewrite {version}")
     if cached is not None and not cached.exists():
-        _build_in_child(module, path, cached)
+        _build_in_child(module, path, cached, child_args)
     try:
         return cached_session(threads, cached, lambda: rewrite(path))
     except Exception as exc:  # no onnx package, or an onnxruntime without these operators
@@ -242,12 +251,12 @@ def _rewritten_session(
         return None
 
 
-def _build_in_child(module: str, path: Path, cached: Path) -> None:
+def _build_in_child(module: str, path: Path, cached: Path, args: tuple[str, ...] = ()) -> None:
     """Build a rewritten graph's cache file in a child process, so that the memory `onnx`
     takes to rewrite the model is not kept by a server for its lifetime (adr/0009). A child
     that fails leaves the cache missing; the caller then tries in-process, and says why if
     that fails too."""
-    command = [sys.executable, "-m", f"docdex.model.{module}", str(path), str(cached)]
+    command = [sys.executable, "-m", f"docdex.model.{module}", str(path), str(cached), *args]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0:
         log.debug("building %s in a child failed: %s", cached.name, done.stderr.strip()[-500:])

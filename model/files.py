@@ -60,7 +60,7 @@ def verified_weights() -> tuple[Path, str, str]:
     path = weights_path()
     model_id, pinned_sha, pinned_size = _weights_constants()
     size = path.stat().st_size
-    sha = _file_sha256(path)
+    sha = file_sha256(path)
     if pinned_sha and sha != pinned_sha:
         sha = _hash_file(path)  # the file itself decides, not a remembered digest
     if (pinned_size is not None and size != pinned_size) or (pinned_sha and sha != pinned_sha):
@@ -135,7 +135,7 @@ _sha_cache: dict[tuple[str, int, int], str] = {}
 _sha_lock = threading.Lock()
 
 
-def _file_sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     """sha256 of `path`, computed once per (path, mtime, size) in this process and
     remembered on disk, since hashing the weights is a noticeable part of a server's start."""
     st = path.stat()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from .windows import mean_pooled, unit_rows
 
 if TYPE_CHECKING:
     from .embedder import Embedder
+    from .protocol import TextEmbedder
 
 Tokens = tuple[np.ndarray, np.ndarray]  # a text's token vectors (n, dim) and WordPiece ids (n,)
 
@@ -72,11 +73,13 @@ class QueryEncoding:
     ids: np.ndarray | None  # (n,) WordPiece ids
 
 
-def encode_query(embedder: Embedder, text: str, with_tokens: bool) -> QueryEncoding:
+def encode_query(embedder: TextEmbedder, text: str, with_tokens: bool) -> QueryEncoding:
     """One model run gives both what dense retrieval and MaxSim need (the embedder's
-    `embed_query` and `token_vectors` would run it twice)."""
-    if not with_tokens:
+    `embed_query` and `token_vectors` would run it twice). Only the shipped model has
+    token vectors: another gives its query vector alone."""
+    if not with_tokens or not has_tokens(embedder):
         return QueryEncoding(embedder.embed_query(text), None, None)
+    embedder = cast("Embedder", embedder)
     window = embedder.first_window(text)
     hidden, _ = embedder.hidden_states([window])
     vector = unit_rows(hidden[0].mean(axis=0, keepdims=True))[0]
@@ -85,6 +88,12 @@ def encode_query(embedder: Embedder, text: str, with_tokens: bool) -> QueryEncod
         tokens=unit_rows(hidden[0, 1:-1]),
         ids=np.asarray(window[1:-1], dtype=np.int64),
     )
+
+
+def has_tokens(embedder: object) -> bool:
+    """Whether `embedder` gives token vectors (the shipped model's `Embedder`), told
+    without importing the model runtime."""
+    return callable(getattr(embedder, "hidden_states", None))
 
 
 def _token_batches(lengths: np.ndarray, budget: int, max_batch: int) -> list[np.ndarray]:

@@ -22,6 +22,7 @@ MODEL CACHE_FILE`); the result is cached by sessions.py like the query graph.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -336,4 +337,6 @@ if __name__ == "__main__":
 
     from .sessions import write_cached
 
-    sys.exit(write_cached(sys.argv[1:], passage_graph))
+    model_file, graph_file, *kind = sys.argv[1:]  # MODEL FILE [float32|int8|uint8]
+    rewrite = functools.partial(passage_graph, kind=kind[0] if kind else "float32")
+    sys.exit(write_cached([model_file, graph_file], rewrite))

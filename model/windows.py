@@ -3,6 +3,8 @@ so the reading side can import them without loading onnxruntime or the tokenizer
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 CLS_ID = 101
@@ -21,11 +23,17 @@ def embed_input(headings: list[str], embed_text: str) -> str:
 
 def split_windows(ids: list[int], size: int, overlap: int) -> list[list[int]]:
     """Windows of at most `size` content ids, consecutive ones sharing `overlap` ids."""
+    return [[CLS_ID, *part, SEP_ID] for part in split_content(ids, size, overlap)]
+
+
+def split_content(ids: list[int], size: int, overlap: int) -> list[list[int]]:
+    """`ids` cut into parts of at most `size`, consecutive ones sharing `overlap` ids (one
+    part, maybe empty, for a short text)."""
     stride = size - overlap
     out: list[list[int]] = []
     start = 0
     while True:
-        out.append([CLS_ID, *ids[start : start + size], SEP_ID])
+        out.append(ids[start : start + size])
         if start + size >= len(ids):
             return out
         start += stride
@@ -51,6 +59,27 @@ def length_batches(
         groups.append(order[i:j])
         i = j
     return groups
+
+
+def embed_batched(
+    windows: list[list[int]],
+    dim: int,
+    run: Callable[[list[list[int]]], np.ndarray],
+    batching: tuple[int, int, float],
+    progress: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """(n, dim) float32 vectors of `windows`, in input order: `run` embeds one batch of
+    windows of nearly equal length (`batching`: the token budget, the largest batch and the
+    padding share of `length_batches`); `progress` hears how many windows each batch did."""
+    out = np.empty((len(windows), dim), dtype=np.float32)
+    if not windows:
+        return out
+    lengths = np.fromiter((len(w) for w in windows), dtype=np.int64, count=len(windows))
+    for group in length_batches(lengths, *batching):
+        out[group] = run([windows[k] for k in group])
+        if progress is not None:
+            progress(len(group))
+    return out
 
 
 def pad_windows(windows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:

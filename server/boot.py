@@ -20,11 +20,11 @@ from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.server.answers.docs import Docs
 from docdex.server.engine import DEFAULT_SETTINGS, Engine, EngineSettings
 
-from .query_model import start_loading
+from .query_model import QueryModels, query_threads, rerank_endpoint, start_loading
 from .versions import VersionHolder
 
 if TYPE_CHECKING:
-    from docdex.model.embedder import Embedder
+    from docdex.model.protocol import TextEmbedder
 
 log = logging.getLogger("docdex.server")
 
@@ -54,7 +54,7 @@ def _process_start() -> float | None:
     return time.monotonic() - max(age, 0.0)
 
 
-def open_docs(data: DataDir, boot: Boot, model: Future[Embedder] | None = None) -> Docs:
+def open_docs(data: DataDir, boot: Boot, model: Future[TextEmbedder] | None = None) -> Docs:
     """The model and the version CURRENT names (when there is one), ready to answer.
     `model`: the model already loading (model.start_loading), else it starts loading here.
     The version is opened while the model loads (onnxruntime builds its session without the
@@ -63,7 +63,8 @@ def open_docs(data: DataDir, boot: Boot, model: Future[Embedder] | None = None) 
     model = model or start_loading(data)
     loaded: list[float] = []  # when the model was ready, noted by its own thread
     model.add_done_callback(lambda _: loaded.append(time.monotonic()))
-    holder = VersionHolder(data, engine_loader(data, model, EngineSettings(reranker=reranker)))
+    settings = EngineSettings(reranker=reranker, rerank_endpoint=rerank_endpoint(data, reranker))
+    holder = VersionHolder(data, engine_loader(data, model, settings))
     holder.refresh()
     embedder = model.result()
     boot.mark(f"model loaded: {embedder.info.id} ({embedder.info.dim} dims)", *loaded[:1])
@@ -75,12 +76,14 @@ def open_docs(data: DataDir, boot: Boot, model: Future[Embedder] | None = None) 
 
 def engine_loader(
     data: DataDir,
-    model: Embedder | Future[Embedder],
+    model: TextEmbedder | Future[TextEmbedder],
     settings: EngineSettings = DEFAULT_SETTINGS,
 ) -> Callable[[int], Engine]:
     """The holder's loader: open a version, refuse what this server cannot serve, warm it.
     `model` may still be loading: a version is opened before it is needed. Each version
-    shares what did not change with the one before it while that one is open (adr/0028)."""
+    shares what did not change with the one before it while that one is open (adr/0028).
+    A version built with another model than `model` is served with its own (QueryModels)."""
+    models = QueryModels(model, query_threads(data))
 
     cold = True  # nothing loaded yet: the first answer waits for this load
     last: weakref.ref[Engine] | None = None  # the version before, while it is open
@@ -88,7 +91,7 @@ def engine_loader(
     def load(version: int) -> Engine:
         nonlocal cold, last
         before = last() if last is not None else None
-        engine = Engine.open(data, model, version, settings, before=before)
+        engine = Engine.open(data, models, version, settings, before=before)
         try:
             engine.warm(vocabulary=not cold)
         except Exception as exc:

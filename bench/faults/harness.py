@@ -261,6 +261,10 @@ class CachingEmbedder:
     def __getattr__(self, name: str):
         return getattr(self._embedder, name)
 
+    def embed_texts(self, texts: list[str], progress=None) -> tuple[np.ndarray, np.ndarray]:
+        windows, owners = self._embedder.token_windows(texts)
+        return self.embed_windows(windows, progress), owners
+
     def embed_windows(self, windows: list[list[int]], progress=None) -> np.ndarray:
         missing = list(dict.fromkeys(tuple(w) for w in windows if tuple(w) not in self._seen))
         if missing:

@@ -37,6 +37,7 @@ BENCHMARKS: dict[str, Callable[[], list[Figure]]] = {
     "watch": _lazy("watch", "bench_watch_latency"),
     "serve-powershell": _lazy("queries", "bench_serving_powershell"),
     "answers": _lazy("answers", "bench_answers"),
+    "hit-fields": _lazy("hit_fields", "bench_hit_fields"),
     "web": _lazy("web", "bench_web_keystroke"),
     "refs": _lazy("refs", "bench_refs"),
     "embed-graphs": _lazy("embed_graphs", "bench_embed_graphs"),

@@ -100,7 +100,7 @@ async def ask(client: Client, tool: str, arguments: dict[str, Any]) -> Answer:
         text_chars=sum(len(hit["text"]) for hit in hits),
         seconds=seconds,
         digest=hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest(),
-        pages=tuple(hit["doc_id"] for hit in hits),
+        pages=tuple(hit["chunk_id"].rpartition("#")[0] for hit in hits),
         chunks=tuple(hit["chunk_id"] for hit in hits),
     )
 

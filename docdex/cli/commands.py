@@ -12,6 +12,7 @@ import msgspec
 
 from docdex.errors import InvalidArgument
 from docdex.index_format.config import (
+    DEFAULT_EXCLUDE,
     DEFAULT_INCLUDE,
     SourceConfig,
     source_kind,
@@ -109,8 +110,19 @@ def source_options(parser: argparse.ArgumentParser, changing: bool) -> None:
         action="append",
         default=None if changing else [],
         metavar="GLOB",
-        help="files to skip (repeatable)",
+        help="files to skip (repeatable)"
+        + (
+            ": the list given replaces the source's"
+            if changing
+            else f", besides the defaults ({' '.join(DEFAULT_EXCLUDE)})"
+        ),
     )
+    if not changing:
+        parser.add_argument(
+            "--no-default-excludes",
+            action="store_true",
+            help="index hidden folders, dependencies, test data and agents' files too",
+        )
 
 
 def new_source_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -119,11 +131,15 @@ def new_source_settings(args: argparse.Namespace) -> dict[str, Any]:
         "branch": args.branch,
         "refs": [validate_ref_pattern(pattern) for pattern in args.ref],
         "include": args.include or list(DEFAULT_INCLUDE),
-        "exclude": args.exclude,
+        "exclude": ([] if args.no_default_excludes else list(DEFAULT_EXCLUDE)) + args.exclude,
         "description": args.description.strip(),
     }
 
 
-def added_text(source: SourceConfig) -> str:
-    """How a command that registers a source says so."""
-    return f"added source {source.name} ({source_kind(source.location)}: {source.location})"
+def added_text(source: SourceConfig, then: str = "") -> str:
+    """How a command that registers a source says so (and what it skips)."""
+    added = f"added source {source.name} ({source_kind(source.location)}: {source.location})"
+    lines = [added + (f"; {then}" if then else "")]
+    if source.exclude:
+        lines.append(f"  skipping {', '.join(source.exclude)}")
+    return "\n".join(lines)

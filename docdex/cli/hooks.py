@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+from docdex.index_format.config import SourceConfig
 
 from .commands import (
     EXIT_OK,
@@ -46,11 +49,21 @@ def cmd_hook_install(ctx: Context, args: argparse.Namespace) -> int:
     done = install_hook(ctx.data, args.repo, args.source, settings=new_source_settings(args))
     if done.registered:
         print(added_text(next(s for s in done.tracked if s.name == done.source)))
-    tracked = ", ".join(f"{s.name} ({refs_text(s)})" for s in done.tracked)
-    print(f"installed {done.hook}: pushes index {tracked} in {ctx.data.root}")
+    pushes = pushes_text(Path(args.repo).expanduser().resolve(), done.tracked)
+    print(f"installed {done.hook}: {pushes} in {ctx.data.root}")
     if done.chained:
         print(f"the earlier hook runs first, kept as {done.hook.name}.docdex-chained")
     return EXIT_OK
+
+
+def pushes_text(repository: Path, tracked: list[SourceConfig]) -> str:
+    """What a push to the repository indexes, as an installed hook matches it."""
+    if not tracked:
+        return (
+            f"pushes index nothing, as no source tracks {repository} now "
+            f"(`docdex hook uninstall {repository}` removes the hook)"
+        )
+    return "pushes index " + ", ".join(f"{s.name} ({refs_text(s)})" for s in tracked)
 
 
 def cmd_hook_uninstall(ctx: Context, args: argparse.Namespace) -> int:

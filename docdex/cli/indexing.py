@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING
 from docdex.index_format.config import ConfigError, load_config
 
 from .commands import EXIT_ERROR, EXIT_OK, Commands, Context, add_command, json_flag, print_answer
+from .inspection import commit_text, count_text
 
 if TYPE_CHECKING:
     from docdex.indexer.build.gc import GcReport
+    from docdex.indexer.build.report import SourceReport
     from docdex.indexer.build.run import RunReport
 
 
@@ -72,15 +74,14 @@ def cmd_index(ctx: Context, args: argparse.Namespace) -> int:
 
 def _print_run(report: RunReport) -> None:
     for s in report.sources:
-        line = f"{s.name}: {s.status}"
+        print(f"{s.name}: {_STATUS_WORDS.get(s.status, s.status)}" + _commit_words(s))
         if s.status in ("indexed", "branch-deleted", "removed"):
-            line += (
-                f" — files +{s.added} ~{s.modified} -{s.deleted} >{s.renamed}; "
-                f"chunks embedded {s.chunks_embedded}, reused {s.chunks_reused}"
+            print(f"  files: {_file_counts(s)}")
+        if s.status == "indexed":
+            print(
+                f"  chunks: {s.chunks_embedded} embedded, {s.chunks_reused} reused "
+                "(already embedded)"
             )
-        if s.commit:
-            line += f" @ {s.commit[:12]}"
-        print(line)
         if s.error:
             print(f"  error: {s.error}")
         for problem in s.problems:
@@ -88,13 +89,32 @@ def _print_run(report: RunReport) -> None:
         for ignored in s.ignored_refs:
             print(f"  not indexed: {ignored}")
     if report.published:
+        compacted = ", compacted" if report.compacted else ""
         print(
-            f"published version {report.version} ({report.chunks} chunks, "
-            f"{report.segments} segments{', compacted' if report.compacted else ''}) "
-            f"in {report.took_s:.1f}s"
+            f"published version {report.version} ({count_text(report.chunks, 'chunk')}, "
+            f"{count_text(report.segments, 'segment')}{compacted}) in {report.took_s:.1f}s"
         )
     else:
         print(f"nothing changed; version {report.version} stays current")
+
+
+_STATUS_WORDS = {"branch-deleted": "branch deleted", "removed": "removed from the index"}
+
+
+def _commit_words(source: SourceReport) -> str:
+    return f", {commit_text(source.commit)}" if source.commit else ""
+
+
+def _file_counts(source: SourceReport) -> str:
+    """The changed files in words ("81 added, 0 modified, 0 deleted, 0 renamed"), then
+    those read again that did not change."""
+    counts = (
+        f"{source.added} added, {source.modified} modified, {source.deleted} deleted, "
+        f"{source.renamed} renamed"
+    )
+    if source.reread:
+        counts += f"; {source.reread} unchanged (read again)"
+    return counts
 
 
 def cmd_gc(ctx: Context, args: argparse.Namespace) -> int:

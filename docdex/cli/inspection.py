@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from docdex.index_format.refs import split_key
+
 from .commands import (
     EXIT_ERROR,
     EXIT_OK,
@@ -15,11 +17,15 @@ from .commands import (
     add_command,
     json_flag,
     print_answer,
+    print_json,
 )
 
 if TYPE_CHECKING:  # docdex.inspection reads the store, which imports numpy: not at parse time
     from docdex import inspection
+    from docdex.index_format.records import SourceState
     from docdex.index_format.verify import VerifyReport
+
+SHORT_COMMIT = 12  # hex digits of a commit in a listing, as the hook's messages show it
 
 
 def add_commands(commands: Commands) -> None:
@@ -44,7 +50,11 @@ def add_commands(commands: Commands) -> None:
 def cmd_inspect_versions(ctx: Context, args: argparse.Namespace) -> int:
     from docdex import inspection
 
-    print_answer(inspection.versions(ctx.data), args.json, _print_versions)
+    found = inspection.version_details(ctx.data)
+    if args.json:
+        print_json([details.info for details in found])
+    else:
+        _print_versions(found)
     return EXIT_OK
 
 
@@ -74,23 +84,28 @@ def cmd_verify(ctx: Context, args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_ERROR
 
 
-def _print_versions(versions: list[inspection.VersionInfo]) -> None:
+def _print_versions(versions: list[inspection.VersionDetails]) -> None:
     if not versions:
         print("no published version yet; run `docdex index`")
-    for v in versions:
-        mark = "*" if v.current else " "
-        commits = ", ".join(f"{n}@{c[:12] or '-'}" for n, c in sorted(v.commits.items()))
+    for details in versions:
+        v = details.info
+        served = " (current)" if v.current else ""
         print(
-            f"{mark} version {v.version}  {v.created_at}  {v.segments} segments  "
-            f"{v.chunks} chunks  {v.vectors} vectors  {v.bytes / 1e6:.1f} MB  {commits}"
+            f"{'*' if v.current else ' '} version {v.version}{served}, {v.created_at}: "
+            f"{count_text(v.segments, 'segment')}, {count_text(v.chunks, 'chunk')}, "
+            f"{count_text(v.vectors, 'vector')}, {v.bytes / 1e6:.1f} MB"
         )
+        for state in details.entries:
+            print(f"    {entry_text(state)}")
 
 
 def _print_source(info: inspection.SourceDetails) -> None:
     s = info.state
+    where = ", ".join(filter(None, [ref_text(s), commit_text(s.commit, full=True)]))
     print(
-        f"{s.name} ({s.kind}) {s.location}\n  branch {s.branch} @ {s.commit or '-'}\n"
-        f"  indexed {s.indexed_at}: {s.files} files, {s.chunks} chunks"
+        f"{s.name} ({s.kind}) {s.location}\n  {where}\n"
+        f"  indexed {s.indexed_at}: {count_text(s.files, 'file')}, "
+        f"{count_text(s.chunks, 'chunk')}"
     )
     if s.last_error:
         print(f"  last error: {s.last_error}")
@@ -102,15 +117,48 @@ def _print_source(info: inspection.SourceDetails) -> None:
 
 def _print_document(info: inspection.DocInfo) -> None:
     p = info.page
+    commit = commit_text(p.commit) if p.commit else "an uncommitted edit"
     print(
         f"{p.doc_id}: {p.title}\n  created {p.created}, modified {p.modified} "
-        f"({p.commit[:12]}), {p.size} bytes"
+        f"({commit}), {p.size} bytes"
     )
     for c in info.chunks:
         print(
-            f"  {c.chunk_id}  lines {c.start_line}-{c.end_line}  {c.windows} windows  "
+            f"  {c.chunk_id}  lines {c.start_line}-{c.end_line}  "
+            f"{count_text(c.windows, 'window')}  "
             f"{c.chars} chars  {c.breadcrumb}"
         )
+
+
+def commit_text(commit: str, full: bool = False) -> str:
+    """A recorded commit in words: "commit 39b6a1c2e4f5", and for a checkout's working
+    tree as `docdex watch` indexes it ("<sha>+worktree") "... + uncommitted edits"."""
+    from docdex.indexer.sources.worktree import WORKTREE_SUFFIX  # dulwich: not at parse time
+
+    sha = commit.removesuffix(WORKTREE_SUFFIX)
+    shown = sha if full else sha[:SHORT_COMMIT]
+    if sha == commit:
+        return f"commit {shown}" if shown else "no commit"
+    return f"commit {shown} + uncommitted edits" if shown else "uncommitted files, no commit yet"
+
+
+def ref_text(state: SourceState) -> str:
+    """The branch or tag an entry indexes: "branch main", "tag 0.9.0" ("" if unrecorded)."""
+    ref = state.ref or state.branch
+    return f"{state.ref_kind} {ref}" if ref else ""
+
+
+def count_text(n: int, noun: str) -> str:
+    """A count and its noun, singular for one: "1 chunk", "2 chunks"."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def entry_text(state: SourceState) -> str:
+    """An entry's source, ref and commit: "uvtags at tag 0.9.0, commit 39b6a1c2e4f5"."""
+    source = state.base or split_key(state.name)[0]
+    ref = ref_text(state)
+    at = f" at {ref}" if ref else ""
+    return f"{source}{at}, {commit_text(state.commit)}"
 
 
 def _print_verification(report: VerifyReport) -> None:

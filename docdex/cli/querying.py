@@ -56,13 +56,20 @@ def _add_eval(commands: Commands) -> None:
         action="store_true",
         help="score BM25 only, dense only, RRF, the default and MaxSim side by side",
     )
+    evaluate.add_argument(
+        "--against",
+        metavar="DATA",
+        help="score the same queries on the index of another data directory too, side by "
+        "side: one built with another embedder, say (each searched with its own model)",
+    )
     json_flag(evaluate)
 
 
 def _reranker_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--reranker",
-        help="default, none, maxsim or cross-encoder:DIR (default: the `reranker` setting)",
+        help="default, none, maxsim, cross-encoder:DIR or the NAME of a rerank [models.NAME] "
+        "table (default: the `reranker` setting)",
     )
 
 
@@ -99,4 +106,5 @@ def cmd_eval(ctx: Context, args: argparse.Namespace) -> int:
         reranker=_reranker(ctx.data, args),
         fusion=args.fusion,
         baselines=args.baselines,
+        against=args.against or "",
     )

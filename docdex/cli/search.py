@@ -12,6 +12,12 @@ from docdex.index_format.layout import DataDir
 from docdex.server.engine import Engine, EngineSettings, Hit, SearchResult
 
 SNIPPET_CHARS = 240
+FOUND_BY = {  # which retriever found a hit (Hit.match)
+    "bm25": "found by keywords",
+    "dense": "found by meaning",
+    "both": "found by keywords and meaning",
+}
+SCORE_LEGEND = "score: how well a hit matches this query, comparable within one search only"
 
 
 def run_search_command(
@@ -27,10 +33,11 @@ def run_search_command(
 ) -> int:
     """Search the current version and print the hits; returns the exit code. Errors (a bad
     argument, no data directory, no version, a refused version) reach the CLI's handler."""
-    from docdex.model.embedder import Embedder
+    from docdex.server.query_model import load_query_model, rerank_endpoint
 
-    embedder = Embedder.load(for_queries=True)
-    engine = Engine.open(data, embedder, settings=EngineSettings(reranker=reranker))
+    embedder = load_query_model(data)  # the model the current version was built with
+    settings = EngineSettings(reranker=reranker, rerank_endpoint=rerank_endpoint(data, reranker))
+    engine = Engine.open(data, embedder, settings=settings)
     try:
         result = engine.search(query, n, engine.scope(source, ref, path_prefix, tags))
     finally:
@@ -49,6 +56,8 @@ def format_result(result: SearchResult) -> str:
         f"{len(result.results)} results from index version {result.index_version} "
         f"in {result.took_ms:.1f} ms"
     )
+    if result.results:
+        summary += f"\n{SCORE_LEGEND}"
     if result.low_confidence:
         summary += "\nlow confidence: nothing matched well; try other words or an identifier"
     return "\n".join([*lines, summary]) + "\n"
@@ -57,7 +66,7 @@ def format_result(result: SearchResult) -> str:
 def format_hit(rank: int, hit: Hit) -> str:
     where = f"{hit.source}:{hit.path}:{hit.start_line}-{hit.end_line}"
     return (
-        f"{rank:>2}. {where}  score {hit.score:.3f} ({hit.match})\n"
+        f"{rank:>2}. {where}  score {hit.score:.3f}, {FOUND_BY.get(hit.match, hit.match)}\n"
         f"    {hit.heading}\n"
         f"{textwrap.indent(snippet(hit.text), '    ')}\n"
     )

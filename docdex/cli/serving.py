@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from .commands import Commands, Context, add_command
 
 if TYPE_CHECKING:
-    from docdex.model.embedder import Embedder
+    from docdex.model.protocol import TextEmbedder as Embedder
+    from docdex.server.http.oauth.settings import AuthSettings
 
 
 def add_commands(commands: Commands) -> None:
@@ -22,6 +23,20 @@ def add_commands(commands: Commands) -> None:
     )
     serve.add_argument(
         "--no-worker", action="store_true", help="do not run the indexing worker beside it"
+    )
+    serve.add_argument(
+        "--auth",
+        choices=("token", "oauth", "jwt"),
+        help="token: $DOCDEX_TOKEN only; oauth: docdex's own OAuth authorization server "
+        "(clients that know only the URL connect; the owner approves each with "
+        "$DOCDEX_ADMIN_SECRET); jwt: tokens of an identity provider ($DOCDEX_JWKS_URL, "
+        "$DOCDEX_JWT_ISSUER). $DOCDEX_TOKEN keeps working beside either (default: "
+        "$DOCDEX_AUTH, else token)",
+    )
+    serve.add_argument(
+        "--public-url",
+        help="the https address clients reach (e.g. https://docs.example.com): the OAuth "
+        "resource and issuer (default: $DOCDEX_PUBLIC_URL, else http://HOST:PORT on loopback)",
     )
     mcp = add_command(
         commands,
@@ -43,18 +58,21 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
 
     environment = ctx.environment
     host = args.host or environment.host
-    check_bind(host, environment.token, args.insecure)  # refused before any work
+    port = environment.port if args.port is None else args.port
+    auth = _auth_settings(ctx, args, host, port)  # refused before any work, as the bind is
+    check_bind(host, environment.token, args.insecure, auth.oauth, _has_named_token(ctx))
     model = _start_model(ctx)
     from docdex.indexer.triggers.background import Background
     from docdex.server.http.app import HttpSettings, serve
 
     settings = HttpSettings(
         host=host,
-        port=environment.port if args.port is None else args.port,
+        port=port,
         token=environment.token,
         allowed_hosts=environment.allowed_hosts,
         limits=environment.connections,
         insecure=args.insecure,
+        auth=auth,
     )
     background = Background(ctx.data, ctx.logs, worker=not args.no_worker)  # once listening
     try:
@@ -74,6 +92,32 @@ def cmd_mcp(ctx: Context, args: argparse.Namespace) -> int:
     ctx.data.ensure()
     with watching_in_background(ctx.data):
         return serve_stdio(ctx.data, model)
+
+
+def _auth_settings(ctx: Context, args: argparse.Namespace, host: str, port: int) -> AuthSettings:
+    from docdex.server.http.oauth.settings import AuthMode, JwtSettings, auth_settings
+
+    environment = ctx.environment
+    jwt = JwtSettings(
+        jwks_url=environment.jwks_url,
+        issuer=environment.jwt_issuer,
+        audience=environment.jwt_audience,
+    )
+    return auth_settings(
+        AuthMode(args.auth or environment.auth or "token"),
+        args.public_url or environment.public_url,
+        host,
+        port,
+        admin_secret=environment.admin_secret,
+        jwt=jwt,
+    )
+
+
+def _has_named_token(ctx: Context) -> bool:
+    """Whether `docdex auth token` made a token, which the server then requires."""
+    from docdex.server.http.tokens import NamedTokens
+
+    return NamedTokens(ctx.data.state).any()
 
 
 def _start_model(ctx: Context) -> Future[Embedder]:

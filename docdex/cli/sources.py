@@ -29,6 +29,7 @@ from .commands import (
     refs_text,
     source_options,
 )
+from .hooks import pushes_text
 
 
 def add_commands(commands: Commands) -> None:
@@ -88,7 +89,7 @@ def cmd_source_add(ctx: Context, args: argparse.Namespace) -> int:
         )
     source = SourceConfig(name=name, location=location, **new_source_settings(args))
     save_config(ctx.data, msgspec.structs.replace(config, sources=[*config.sources, source]))
-    print(f"{added_text(source)}; run `docdex index {name}` to index it")
+    print(added_text(source, then=f"run `docdex index {name}` to index it"))
     return EXIT_OK
 
 
@@ -111,7 +112,19 @@ def cmd_source_set(ctx: Context, args: argparse.Namespace) -> int:
         f"changed source {old.name}: {what}; what is indexed stays until `docdex index "
         f"{old.name}`, which reads again only what the change touches"
     )
+    if set(changed) & HOOKED_SETTINGS:
+        _refresh_hooks(ctx, [old.location, new.location])
     return EXIT_OK
+
+
+HOOKED_SETTINGS = {"location", "branch", "refs"}  # what an installed hook matches pushes with
+
+
+def _refresh_hooks(ctx: Context, locations: list[str]) -> None:
+    from docdex.hooks.install import refresh_hooks
+
+    for done in refresh_hooks(ctx.data, locations):
+        print(f"rewrote the hook {done.hook}: {pushes_text(done.repository, done.tracked)}")
 
 
 def _changes(args: argparse.Namespace) -> dict[str, object]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import msgspec
 
+from docdex.index_format.layout import DataDir
 from docdex.server.engine import Engine, EngineSettings, Fusion, Scope, SearchResult
 
 from .scoring import DEPTH, BaselineReport, EvalReport, aggregate, load_queries, score_query
@@ -95,19 +96,25 @@ def run_eval_command(
     reranker: str = "default",
     fusion: str = "adaptive",
     baselines: bool = False,
+    against: str = "",
 ) -> int:
     """`docdex eval`: print the table (or JSON), optionally dump per-query hits; exit code.
-    With `baselines`, every configuration of BASELINES is scored instead of one."""
+    With `baselines`, every configuration of BASELINES is scored instead of one; with
+    `against` (another data directory), the same queries on both indexes side by side, each
+    searched with the model its version was built with."""
     from docdex.errors import InvalidArgument
-    from docdex.index_format.layout import DataDir, IndexFormatError
-    from docdex.model.embedder import Embedder
+    from docdex.index_format.layout import IndexFormatError
     from docdex.model.files import ModelMissing
+    from docdex.model.protocol import EmbedderUnavailable
 
     if k < 1 or k > DEPTH:
         print(f"docdex eval: -k must be between 1 and {DEPTH}", file=sys.stderr)
         return 2
-    if baselines and dump:
-        print("docdex eval: --dump scores one configuration; drop --baselines", file=sys.stderr)
+    if (baselines or against) and dump:
+        print("docdex eval: --dump scores one configuration and one index", file=sys.stderr)
+        return 2
+    if baselines and against:
+        print("docdex eval: --baselines and --against each make the columns", file=sys.stderr)
         return 2
     try:
         settings = EngineSettings(fusion=Fusion(fusion), reranker=reranker)
@@ -115,24 +122,32 @@ def run_eval_command(
         choices = ", ".join(f.value for f in Fusion)
         print(f"docdex eval: unknown fusion {fusion!r}; choose one of: {choices}", file=sys.stderr)
         return 2
+    engines: list[Engine] = []
     try:
-        embedder = Embedder.load(for_queries=True)
-        engine = Engine.open(DataDir(data_dir), embedder, settings=settings)
-    except (IndexFormatError, ModelMissing) as exc:
-        print(f"docdex eval: {exc}", file=sys.stderr)
-        return 2
-    try:
-        engine.check_source(source)
-        if baselines:
-            reports = evaluate_baselines(engine, queries, source, k)
+        for where in [data_dir, *([against] if against else [])]:
+            engines.append(_open(DataDir(where), settings))
+        engine = engines[0]
+        for opened in engines:
+            opened.check_source(source)
+        if baselines or against:
+            if against:
+                reports = [
+                    BaselineReport(_label(e), evaluate(e, queries, source, k)) for e in engines
+                ]
+            else:
+                reports = evaluate_baselines(engine, queries, source, k)
             print(format_baselines(reports) if not as_json else _baselines_json(reports))
             return 0
         report = evaluate(engine, queries, source, k)
+    except (IndexFormatError, ModelMissing, EmbedderUnavailable) as exc:
+        print(f"docdex eval: {exc}", file=sys.stderr)
+        return 2
     except (OSError, ValueError, InvalidArgument) as exc:
         print(f"docdex eval: {exc}", file=sys.stderr)
         return 2
     finally:
-        engine.close()
+        for opened in engines:
+            opened.close()
     if dump:
         write_dump(report, dump)
     if as_json:
@@ -140,6 +155,17 @@ def run_eval_command(
     else:
         print(format_table(report))
     return 0
+
+
+def _open(data: DataDir, settings: EngineSettings) -> Engine:
+    from docdex.server.query_model import load_query_model
+
+    return Engine.open(data, load_query_model(data), settings=settings)
+
+
+def _label(engine: Engine) -> str:
+    """A column's name: the embedder the version was built with, and its data directory."""
+    return f"{engine.embedder_name} ({engine.data.root.name})"
 
 
 def _baselines_json(reports: list[BaselineReport]) -> str:

@@ -51,7 +51,7 @@ def format_baselines(reports: list[BaselineReport]) -> str:
     scored = [(r.name, r.report) for r in reports if r.report is not None]
     first = scored[0][1]
     k = first.k
-    width = 10
+    width = max(10, *(len(name) + 2 for name, _ in scored))
     head = f"{'class':<13} {'metric':<12}" + "".join(f"{name:>{width}}" for name, _ in scored)
     lines = [
         f"source {first.source}, index version {first.index_version}, {first.queries} queries",

@@ -72,6 +72,12 @@ class RunContext:
     clock: Callable[[], float] = time.monotonic
 
     @property
+    def model_changed(self) -> bool:
+        """The version the run starts from was embedded by another model: every source is
+        embedded again, and none may keep its old pages."""
+        return self.previous is not None and self.previous.embedder.id != self.model.id
+
+    @property
     def text_outdated(self) -> bool:
         """The previous text index is of an older analysis: rebuilt from every source."""
         return text_outdated(self.previous)

@@ -1,21 +1,43 @@
-"""The model that embeds passages during a run, loaded at the first text that needs it, so a
-run that embeds nothing (nothing changed, renames, deletions) never loads it."""
+"""The model that embeds passages during a run: its identity known before the run starts
+(content hashes and the manifest need only that), the model itself loaded at the first text
+that needs it, so a run that embeds nothing (nothing changed, renames, deletions) never
+loads it."""
 
 from __future__ import annotations
 
-from docdex.index_format.config import (
-    Settings,
-)
-from docdex.model.embedder import Embedder
+from docdex.index_format.config import Settings
+from docdex.index_format.models import EmbedderSpec, EndpointEmbedder
+from docdex.index_format.records import EmbedderInfo, Manifest
+from docdex.model.choice import embedder_identity, load_embedder
+from docdex.model.protocol import TextEmbedder
 
 
-def load_passage_model(settings: Settings) -> Embedder:
-    """The model that embeds passages, as `settings` configure it."""
-    return Embedder.load(
-        threads=settings.threads or None,
+def passage_identity(
+    settings: Settings, spec: EmbedderSpec | None, previous: Manifest | None
+) -> EmbedderInfo:
+    """The configured embedder's identity; an endpoint's dimension comes from `previous`
+    when it was built with the same model (else from one probe request)."""
+    known = previous.embedder if previous is not None else None
+    return embedder_identity(spec, settings.window_tokens, settings.window_overlap, known)
+
+
+def load_passage_model(
+    settings: Settings, spec: EmbedderSpec | None = None, info: EmbedderInfo | None = None
+) -> TextEmbedder:
+    """The model that embeds passages, as `settings` and the configured `spec` say."""
+    return load_embedder(
+        spec,
+        threads=settings.cores(),
         window_tokens=settings.window_tokens,
         window_overlap=settings.window_overlap,
+        info=info,
     )
+
+
+def embeds_remotely(spec: EmbedderSpec | None) -> bool:
+    """Whether embedding may fail on its own (an endpoint): each source's new text is then
+    embedded before the next source is read, so a failure is that source's alone."""
+    return isinstance(spec, EndpointEmbedder)
 
 
 class LazyModel:
@@ -24,15 +46,23 @@ class LazyModel:
     nothing is left to embed, so that compaction's merge buffers do not sit on top of its
     session (about 80 MB of PowerShell-Docs' peak; adr/0024)."""
 
-    def __init__(self, settings: Settings, given: Embedder | None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        given: TextEmbedder | None,
+        spec: EmbedderSpec | None = None,
+        info: EmbedderInfo | None = None,
+    ) -> None:
         self._settings, self._given = settings, given
-        self._loaded: Embedder | None = None
+        self.spec, self._info = spec, info
+        self._loaded: TextEmbedder | None = None
 
-    def __call__(self) -> Embedder:
+    def __call__(self) -> TextEmbedder:
         if self._given is not None:
             return self._given
         if self._loaded is None:
-            self._loaded = load_passage_model(self._settings)
+            configured = (self.spec, self._info) if self.spec is not None else ()
+            self._loaded = load_passage_model(self._settings, *configured)
         return self._loaded
 
     def release(self) -> None:

@@ -42,6 +42,7 @@ def publish(ctx: RunContext, run: RunState) -> Manifest:
         ctx.model.dim,
         ctx.settings.cores(),
     )
+    segments = _with_model(ctx, segments)
     states = _final_states(ctx, run, pages_by_source)
     run.text.publish()
     manifest = Manifest(
@@ -72,6 +73,21 @@ def _text_sums(ctx: RunContext, name: str) -> list[FileSum]:
         return directory_sums(ctx.data.text_index(name))
     old = ctx.data.text_index(previous.text_index)
     return directory_sums(ctx.data.text_index(name), old, previous.text_files)
+
+
+def _with_model(ctx: RunContext, segments: list[SegmentRef]) -> list[SegmentRef]:
+    """Each segment records the model of its vectors: this run's for the segments it wrote
+    (streamed or merged), the previous version's for one that recorded none."""
+    previous = ctx.previous
+    before = {s.id for s in previous.segments} if previous else set()
+    out = []
+    for s in segments:
+        if s.id not in before:
+            s = msgspec.structs.replace(s, model=ctx.model.id)
+        elif not s.model and previous is not None:
+            s = msgspec.structs.replace(s, model=previous.embedder.id)
+        out.append(s)
+    return out
 
 
 def _live_segments(ctx: RunContext, run: RunState) -> list[SegmentRef]:

@@ -1,5 +1,7 @@
 """What a run reports: per source what changed, and for the run what it published, in how
-long, at what peak memory; one log event per source."""
+long, at what peak memory; one log event per source, and the run metrics /health shows
+(state/last_ingestion.json, and state/last_failure.json for a source that failed), left by
+every run whoever started it: `docdex index`, the watcher, the hook's worker."""
 
 from __future__ import annotations
 
@@ -7,9 +9,12 @@ import logging
 
 import msgspec
 
+from docdex.index_format import metrics
+from docdex.index_format.layout import DataDir
 from docdex.index_format.records import (
     FileProblem,
 )
+from docdex.index_format.times import iso_utc
 from docdex.runtime.logs import log_event
 
 from .gc import GcReport
@@ -26,6 +31,7 @@ class SourceReport(msgspec.Struct):
     modified: int = 0
     deleted: int = 0
     renamed: int = 0
+    reread: int = 0  # files read again that did not change (a full run, changed settings)
     chunks_embedded: int = 0
     chunks_reused: int = 0
     problems: list[FileProblem] = []
@@ -66,6 +72,7 @@ def log_run(report: RunReport) -> None:
             modified=source.modified,
             deleted=source.deleted,
             renamed=source.renamed,
+            reread=source.reread,
             chunks_embedded=source.chunks_embedded,
             chunks_reused=source.chunks_reused,
             problems=len(source.problems),
@@ -75,3 +82,26 @@ def log_run(report: RunReport) -> None:
 
 
 _LOG_LEVELS = {"unchanged": logging.DEBUG, "failed": logging.WARNING}
+
+
+def record_run(data: DataDir, report: RunReport) -> None:
+    """The run's metrics for /health; a full disk loses them (logged), never the run."""
+    ingestion = metrics.IngestionMetrics(
+        completed_at=iso_utc(),
+        duration_s=report.took_s,
+        rss_at_end_mb=report.peak_rss_mb,
+        chunks_embedded=sum(s.chunks_embedded for s in report.sources),
+        version=report.version,
+        published=report.published,
+        sources=[s.name for s in report.sources],
+    )
+    metrics.record(metrics.write_last_ingestion, data, ingestion)
+    for source in report.sources:
+        if source.status == "failed":
+            failure = metrics.IngestionFailure(
+                failed_at=ingestion.completed_at,
+                error=f"source {source.name}: {source.error}",
+                source=source.name,
+                duration_s=report.took_s,
+            )
+            metrics.record(metrics.write_last_failure, data, failure)

@@ -20,6 +20,7 @@ import resource
 import time
 from collections.abc import Callable
 
+from docdex.errors import DocdexError
 from docdex.index_format.config import (
     Config,
     ConfigError,
@@ -27,6 +28,7 @@ from docdex.index_format.config import (
     SourceConfig,
 )
 from docdex.index_format.layout import DataDir, version_name
+from docdex.index_format.metrics import record_failure
 from docdex.index_format.records import (
     ChunkRef,
     Manifest,
@@ -36,18 +38,17 @@ from docdex.index_format.store import (
     list_versions,
     load_current,
 )
-from docdex.model.embedder import Embedder
-from docdex.model.files import model_info
+from docdex.model.protocol import TextEmbedder
 from docdex.runtime.logs import log_event
 
 from .context import Dirty, IndexingError, RunContext, RunState, SourceAbandoned, Spending
 from .gc import collect_garbage
 from .lock import writer_lock
-from .nospace import disk_full_is_an_error
-from .passage_model import LazyModel
+from .nospace import NoSpace, disk_full_is_an_error
+from .passage_model import LazyModel, passage_identity
 from .publish import publish
 from .recovery import FullRunBase, drop_versions, full_run_base, intact_vectors
-from .report import RunReport, log_run
+from .report import RunReport, log_run, record_run
 from .source_runs import drop_entry, index_source
 from .stream import SegmentStream
 from .textindex import TextIndexBuilder, reusable_text_index, text_outdated
@@ -60,7 +61,7 @@ def index_sources(
     config: Config,
     names: list[str] | None = None,
     full: bool = False,
-    embedder: Embedder | None = None,
+    embedder: TextEmbedder | None = None,
     on_wait: Callable[[str], None] | None = None,
     worktree: bool = False,
     dirty: Dirty | None = None,
@@ -94,11 +95,19 @@ def index_sources(
             base,
             source_timeout_s=source_timeout_s,
             clock=clock,
+            config=config,
         )
-        if ctx.text_outdated:
+        if ctx.text_outdated or ctx.model_changed:
             selected = list(config.sources)
-        with disk_full_is_an_error(data, config.settings.keep_versions):
-            report = _run(ctx, config, selected, started)
+        try:
+            with disk_full_is_an_error(data, config.settings.keep_versions):
+                report = _run(ctx, config, selected, started)
+        except NoSpace:
+            raise  # nothing can be recorded on a full disk; the error says it all
+        except DocdexError as exc:
+            record_failure(data, str(exc), time.monotonic() - started)
+            raise
+        record_run(data, report)
     log_run(report)
     return report
 
@@ -114,28 +123,30 @@ def _context(
     data: DataDir,
     settings: Settings,
     full: bool,
-    embedder: Embedder | None,
+    embedder: TextEmbedder | None,
     worktree: bool,
     dirty: Dirty | None,
     base: FullRunBase | None = None,
     *,
     source_timeout_s: float | None = None,
     clock: Callable[[], float] = time.monotonic,
+    config: Config | None = None,
 ) -> RunContext:
     previous = base.previous if base else load_current(data)
+    spec = config.embedder_spec() if config is not None else None
+    model = embedder.info if embedder else passage_identity(settings, spec, previous)
     return RunContext(
         data=data,
         settings=settings,
         previous=previous,
         version=_next_version(data),
-        model=embedder.info
-        if embedder
-        else model_info(settings.window_tokens, settings.window_overlap),
-        passage_model=LazyModel(settings, embedder),
+        model=model,
+        passage_model=LazyModel(settings, embedder, spec, model),
         rebuild=full
         or previous is None
         or previous.chunker != settings.chunker()
-        or text_outdated(previous),
+        or text_outdated(previous)
+        or previous.embedder.id != model.id,
         worktree=worktree,
         dirty=dirty,
         damaged_segments=base.damaged_segments if base else frozenset(),
@@ -246,11 +257,11 @@ def _start(ctx: RunContext, given_up: dict[str, str], embedded: dict[str, ChunkR
     )
 
 
-def _within_budget(ctx: RunContext, spending: Spending) -> Callable[[], Embedder]:
+def _within_budget(ctx: RunContext, spending: Spending) -> Callable[[], TextEmbedder]:
     """The passage model, for each group of texts the stream embeds: the source being
     indexed must still be within its budget."""
 
-    def load() -> Embedder:
+    def load() -> TextEmbedder:
         spending.check()
         return ctx.passage_model()
 

@@ -12,6 +12,7 @@ no source's and stop the run.
 from __future__ import annotations
 
 import logging
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ from docdex.indexer.sources.includes import include_reader
 from docdex.indexer.sources.refs import FoundRef, RefFamily, discover
 from docdex.indexer.sources.remote import local_repository
 from docdex.indexer.sources.worktree_changes import worktree_changes
+from docdex.model.protocol import EmbedderUnavailable
 
 from .context import (
     IndexingError,
@@ -56,6 +58,7 @@ from .context import (
     SourceRun,
 )
 from .nospace import is_disk_full
+from .passage_model import embeds_remotely
 from .records import config_hash, parse_file
 from .report import SourceReport
 
@@ -80,12 +83,12 @@ def index_source(ctx: RunContext, run: RunState, source: SourceConfig) -> None:
     src = _source_run(ctx, run, source, None, family, budget)
     given_up = run.given_up.get(source.name)
     if given_up is not None:  # failed in an earlier attempt of this run (run.py)
-        _source_failed(run, src, given_up)
+        _source_failed(ctx, run, src, given_up)
         return
     run.spending.current = budget
     try:
         _read_source(ctx, run, src)
-        if budget.timeout_s is not None:
+        if budget.timeout_s is not None or embeds_remotely(ctx.passage_model.spec):
             _embed(run, source)
     finally:
         run.spending.current = None
@@ -104,17 +107,17 @@ def _read_source(ctx: RunContext, run: RunState, src: SourceRun) -> None:
         error = _failure(ctx, src, exc)
         if _applied(run, source):
             raise SourceAbandoned(source.name, error) from exc
-        _source_failed(run, src, error)
+        _source_failed(ctx, run, src, error)
 
 
 def _embed(run: RunState, source: SourceConfig) -> None:
-    """The source's new text, embedded within its time budget (without one, the stream
-    writes several sources' pages into one segment as they come): running out of it is
-    the source's failure; anything else that fails as its segments are written is the
-    run's (its own files, its disk)."""
+    """The source's new text, embedded within its time budget or by an endpoint (else the
+    stream writes several sources' pages into one segment as they come): running out of
+    time or the endpoint failing is the source's failure; anything else that fails as its
+    segments are written is the run's (its own files, its disk)."""
     try:
         run.stream.flush()
-    except OverBudget as exc:
+    except (OverBudget, EmbedderUnavailable) as exc:
         raise SourceAbandoned(source.name, str(exc)) from exc
 
 
@@ -174,13 +177,13 @@ def _applied(run: RunState, source: SourceConfig) -> bool:
     return any(split_key(key)[0] == source.name for key in run.kept_pages)
 
 
-def _source_failed(run: RunState, default: SourceRun, error: str) -> None:
+def _source_failed(ctx: RunContext, run: RunState, default: SourceRun, error: str) -> None:
     """The whole source failed (its repository, its budget): each of its entries keeps
     what it had and reports the error; a default ref never indexed gets a failed state."""
-    _record_failure(run, default, error)
+    _record_failure(ctx, run, default, error)
     for key, state in list(run.states.items()):
         if key != default.key and base_of(key, state) == default.config.name:
-            _check_it_may_fail(run, key, state, error)
+            _check_it_may_fail(ctx, run, key, state, error)
             run.states[key] = _failed(state, error)
 
 
@@ -188,21 +191,29 @@ def _ref_failed(ctx: RunContext, run: RunState, src: SourceRun, exc: Exception) 
     error = _failure(ctx, src, exc)
     if src.key in run.kept_pages:
         raise SourceAbandoned(src.config.name, error) from exc
-    _record_failure(run, src, error)
+    _record_failure(ctx, run, src, error)
 
 
-def _record_failure(run: RunState, src: SourceRun, error: str) -> None:
-    _check_it_may_fail(run, src.key, src.previous, error)
+def _record_failure(ctx: RunContext, run: RunState, src: SourceRun, error: str) -> None:
+    _check_it_may_fail(ctx, run, src.key, src.previous, error)
     src.report.status = "failed"
     src.report.error = error
     state = src.previous or _new_state(src, src.config.branch, config_hash="", commit="")
     run.states[src.key] = _failed(state, error)
 
 
-def _check_it_may_fail(run: RunState, key: str, state: SourceState | None, error: str) -> None:
+def _check_it_may_fail(
+    ctx: RunContext, run: RunState, key: str, state: SourceState | None, error: str
+) -> None:
     """An entry with pages may fail alone unless the run rebuilds what holds them."""
     if state is None or not state.chunks:
         return
+    if ctx.model_changed:
+        raise IndexingError(  # its old pages' vectors are another model's
+            f"{key}: {error}; the embedder changed, so every source is embedded again and "
+            "none may keep its old pages: nothing was published, the last version keeps "
+            "serving"
+        )
     if run.salvaged:
         raise IndexingError(  # its old pages name chunks the salvage left behind
             f"{key}: {error}; the run starts from a damaged version and must read every "
@@ -390,7 +401,7 @@ def _apply(ctx: RunContext, run: RunState, src: SourceRun, found: changes.Found)
         if path not in touched
     ]
     for change in found.changes:
-        counter = _COUNTER[change.kind]
+        counter = _counter(change)
         setattr(report, counter, getattr(report, counter) + 1)
         old_path = None if change.kind == "add" else (change.old_path or change.path)
         if old_path and old_path in src.old_pages:
@@ -446,6 +457,16 @@ def _redate(page: StoredPage, dates: PageDates | None) -> StoredPage:
 
 
 _COUNTER = {"add": "added", "modify": "modified", "delete": "deleted", "rename": "renamed"}
+
+
+def _counter(change: Change) -> str:
+    """The report's count a change adds to. A file read again whose blob is the one indexed
+    (a full run, changed settings) did not change. A link's page follows its target, which
+    the link's own blob does not show: a link read again counts as modified."""
+    same_blob = change.kind == "modify" and change.blob == change.old_blob
+    if same_blob and not stat.S_ISLNK(change.mode or 0):
+        return "reread"
+    return _COUNTER[change.kind]
 
 
 def _remove_page(run: RunState, page: IndexedPage) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import msgspec
 import numpy as np
@@ -23,6 +24,7 @@ from docdex.index_format.store import VECTORS_FILE
 from docdex.index_format.tokens import TokenArrays, TokenPacker, chunk_tokens, load_token_vectors
 from docdex.model.embedder import Embedder
 from docdex.model.late_interaction import Tokens, embed_with_tokens
+from docdex.model.protocol import TextEmbedder
 from docdex.runtime.progress import Progress
 
 from .segments import new_segment_id, write_segment
@@ -83,7 +85,7 @@ class SegmentStream:
         settings: Settings,
         *,
         model: EmbedderInfo,
-        load_model: Callable[[], Embedder],
+        load_model: Callable[[], TextEmbedder],
         reusable: dict[str, ChunkRef],
         segment_chunks: dict[str, int],
         text_sink: TextSink,
@@ -252,7 +254,7 @@ class _FreshEmbeddings:
 
     def __init__(
         self,
-        load_model: Callable[[], Embedder],
+        load_model: Callable[[], TextEmbedder],
         texts: dict[str, str],
         with_tokens: bool,
         label: str,
@@ -278,12 +280,11 @@ class _FreshEmbeddings:
         start, end = self.done, self.done + EMBED_GROUP_TEXTS
         group = self.texts[start:end]
         embedder = self.load_model()
-        if self.with_tokens:
-            vectors, owners, per_text = embed_with_tokens(embedder, group)
+        if self.with_tokens:  # the shipped model only (config.py checks it)
+            vectors, owners, per_text = embed_with_tokens(cast(Embedder, embedder), group)
             self.tokens.update(zip(self.keys[start:end], per_text, strict=True))
         else:
-            windows, owners = embedder.token_windows(group)
-            vectors = embedder.embed_windows(windows)
+            vectors, owners = embedder.embed_texts(group)
         vectors = vectors.astype(np.float16)
         bounds = np.searchsorted(owners, np.arange(len(group) + 1))
         for i, key in enumerate(self.keys[start:end]):

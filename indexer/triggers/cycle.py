@@ -30,6 +30,7 @@ from docdex.index_format.config import Settings, load_config
 from docdex.index_format.environment import read_environment
 from docdex.index_format.layout import DataDir
 from docdex.model.files import use_cache
+from docdex.model.keys import use_variables
 from docdex.runtime.logs import FORMATS, LogSettings, configure_logging
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
 def _index(args: argparse.Namespace, environ: Mapping[str, str]) -> RunReport:
     environment = read_environment(environ)
     use_cache(environment.cache_dir)
+    use_variables(environ)
     log_format = args.log_format or environment.log_format or "text"
     configure_logging(LogSettings(log_format, args.log_level or environment.log_level or "INFO"))
     from docdex.indexer.build.run import index_sources

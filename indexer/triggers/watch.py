@@ -36,7 +36,7 @@ from docdex.indexer.build.passage_model import load_passage_model
 from docdex.indexer.build.report import RunReport
 from docdex.indexer.build.run import index_sources
 from docdex.indexer.sources.worktree import WORKTREE_SUFFIX, is_editor_temp
-from docdex.model.embedder import Embedder
+from docdex.model.protocol import TextEmbedder
 from docdex.runtime.logs import log_event
 
 from .threads import in_background
@@ -190,7 +190,7 @@ class WatchLoop:
         self,
         data: DataDir,
         names: list[str] | None = None,
-        embedder: Embedder | None = None,
+        embedder: TextEmbedder | None = None,
         quiet_ms: int = QUIET_MS,
         max_latency_ms: int = MAX_LATENCY_MS,
         on_cycle: Callable[[RunReport], None] | None = None,
@@ -198,7 +198,7 @@ class WatchLoop:
         self.data = data
         config = load_config(data)
         self.watched = watched_sources(config, names)
-        self.embedder = embedder or load_passage_model(config.settings)
+        self.embedder = embedder or load_passage_model(config.settings, config.embedder_spec())
         self.quiet_ms = quiet_ms
         self.max_latency_s = max_latency_ms / 1000
         self.on_cycle = on_cycle

@@ -30,14 +30,8 @@ import msgspec
 
 from docdex.index_format.config import ConfigError, Settings, load_config
 from docdex.index_format.layout import DataDir
-from docdex.index_format.metrics import (
-    IngestionFailure,
-    IngestionMetrics,
-    write_last_failure,
-    write_last_ingestion,
-)
+from docdex.index_format.metrics import record_failure
 from docdex.index_format.queue import IndexRequest, pending_requests, remove_requests
-from docdex.index_format.times import iso_utc
 from docdex.runtime.logs import DEFAULT_LOGS, LogSettings
 
 from .cycle import EXIT_INVALID
@@ -332,7 +326,7 @@ class Worker:
             self._record_report(result)
         elif result.status == "invalid":
             log.error("cannot index %s: %s", ", ".join(names or ["every source"]), result.error)
-            _failure(self.data, result.error, "", result.duration_s)
+            record_failure(self.data, result.error, result.duration_s)
         else:
             return self._retry(batch, result)
         remove_requests(self.data, batch)
@@ -341,31 +335,13 @@ class Worker:
         return True
 
     def _record_report(self, result: CycleResult) -> None:
+        """Log what the cycle did: its run has left its metrics for /health itself."""
         report = result.report
         assert report is not None
         embedded = sum(s.chunks_embedded for s in report.sources)
-        _record(
-            write_last_ingestion,
-            self.data,
-            IngestionMetrics(
-                completed_at=iso_utc(),
-                duration_s=round(result.duration_s, 3),
-                rss_at_end_mb=report.peak_rss_mb,  # the cycle process's peak
-                chunks_embedded=embedded,
-                version=report.version,
-                published=report.published,
-                sources=[s.name for s in report.sources],
-            ),
-        )
         for source in report.sources:
             if source.status == "failed":
                 log.error("source %s failed: %s", source.name, source.error)
-                _failure(
-                    self.data,
-                    f"source {source.name}: {source.error}",
-                    source.name,
-                    result.duration_s,
-                )
         what = f"published version {report.version}" if report.published else "nothing changed"
         log.info(
             "%s (%s; %d chunks, %d embedded) in %.1f s, peak RSS %.0f MB",
@@ -379,7 +355,7 @@ class Worker:
 
     def _retry(self, batch, result: CycleResult) -> bool:
         self.failed = True
-        _failure(self.data, result.error, "", result.duration_s or None)
+        record_failure(self.data, result.error, result.duration_s or None)
         attempts = max((self.attempts.get(r.id, 0) for r in batch), default=0) + 1
         for request in batch:
             self.attempts[request.id] = attempts
@@ -396,20 +372,6 @@ class Worker:
         log.error("%s; trying again in %.0f s", result.error, delay)
         self.not_before = time.monotonic() + delay
         return False
-
-
-def _failure(data: DataDir, error: str, source: str, duration_s: float | None) -> None:
-    duration = None if duration_s is None else round(duration_s, 3)
-    failure = IngestionFailure(failed_at=iso_utc(), error=error, source=source, duration_s=duration)
-    _record(write_last_failure, data, failure)
-
-
-def _record(write, data: DataDir, outcome: msgspec.Struct) -> None:
-    """Metrics for /health: a full disk loses them (logged), never the worker or a request."""
-    try:
-        write(data, outcome)
-    except OSError as exc:
-        log.error("could not record the cycle's outcome in %s: %s", data.state, exc)
 
 
 # --- entry points --------------------------------------------------------------------------

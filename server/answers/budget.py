@@ -14,7 +14,7 @@ from typing import TypeVar
 import msgspec
 
 from docdex.errors import InvalidArgument
-from docdex.server.engine import Hit, SearchResult
+from docdex.server.engine import Hit
 
 AnswerT = TypeVar("AnswerT", bound=msgspec.Struct)
 
@@ -59,14 +59,6 @@ class Budget:
             hit = msgspec.structs.replace(hit, text=cut(hit.text, allowance), truncated=True)
         self.left -= len(hit.text)
         return hit
-
-
-def within_budget(result: SearchResult, max_chars: int) -> SearchResult:
-    """`result` with its hits' texts cut so that together they hold at most `max_chars`."""
-    budget = Budget(max_chars)
-    count = len(result.results)
-    hits = [budget.spend(hit, count - rank - 1) for rank, hit in enumerate(result.results)]
-    return msgspec.structs.replace(result, results=hits)
 
 
 def answer_chars(answer: msgspec.Struct) -> int:

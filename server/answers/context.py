@@ -26,7 +26,7 @@ import msgspec
 
 from docdex.index_format.reassembly import reassemble
 from docdex.index_format.records import CHUNK_ID, ChunkRecord, chunk_id
-from docdex.server.engine import MAX_RESULTS, Engine, Hit, SearchResult, breadcrumb
+from docdex.server.engine import MAX_RESULTS, Engine, Hit, SearchResult
 
 from .budget import Budget
 
@@ -94,8 +94,8 @@ def _holds(earlier: Hit, hit: Hit) -> bool:
     return (
         earlier.doc_id == hit.doc_id
         and not earlier.truncated
-        and earlier.start_line <= hit.chunk_start_line
-        and hit.chunk_end_line <= earlier.end_line
+        and earlier.start_line <= hit.matched_lines[0]
+        and hit.matched_lines[1] <= earlier.end_line
     )
 
 
@@ -122,7 +122,8 @@ def widened(engine: Engine, hit: Hit, room: int) -> Hit:
         start_line=run[0].start_line,
         end_line=run[-1].end_line,
         context=context,
-        context_heading=breadcrumb(run[at - span[0]].headings),
+        chunk_start_line=hit.start_line,
+        chunk_end_line=hit.end_line,
     )
 
 

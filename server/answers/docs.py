@@ -7,6 +7,7 @@ chunk or ref the served version does not hold) and `NoVersion` (nothing to serve
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from .context import hits_to_ask, with_context
 from .freshness import UNKNOWN, FreshnessWatch
 from .health import health_report
 from .instructions import server_instructions
+from .limits import EVERY_SOURCE, SourceLimit
 from .pages import (
     DESCRIPTION_CHARS,
     Paging,
@@ -45,13 +47,14 @@ from .shapes import Document, PageList, PageSummary, ReindexReceipt, SourceInfo,
 from .validation import check_doc_id, check_limit, parse_date, unknown_doc
 
 if TYPE_CHECKING:
-    from docdex.model.embedder import Embedder
+    from docdex.model.protocol import TextEmbedder as Embedder
 
 log = logging.getLogger("docdex.server")
 
 
 class Docs:
-    """Answers for every tool and route, from one leased version each."""
+    """Answers for every tool and route, from one leased version each; `for_caller` gives
+    the same answers limited to the sources a caller may read."""
 
     def __init__(
         self,
@@ -68,6 +71,17 @@ class Docs:
         self.started = time.monotonic() if started is None else started
         self.links = LinkBook(data)
         self.freshness = FreshnessWatch(data)
+        self.limit = EVERY_SOURCE
+
+    def for_caller(self, limit: SourceLimit) -> Docs:
+        """These answers as a caller limited to `limit` gets them: every method sees only
+        its sources, as if no other were indexed (the version holder and caches are
+        shared)."""
+        if limit == self.limit:
+            return self
+        view = copy.copy(self)
+        view.limit = limit
+        return view
 
     def search(
         self,
@@ -84,8 +98,8 @@ class Docs:
         check_max_chars(max_chars)
         check_num_results(num_results)
         with self.holder.acquire() as engine:
-            scope = engine.scope(
-                _text("source", source), _text("ref", ref), path_prefix, _tags(tags)
+            scope = self.limit.scope(
+                engine, _text("source", source), _text("ref", ref), path_prefix, _tags(tags)
             )
             found = engine.search(query, hits_to_ask(num_results), scope)
             result = with_context(engine, found, num_results, max_chars)
@@ -118,8 +132,9 @@ class Docs:
         before = parse_date("created_before", created_before)
         path_part, title_part = file_path_contains.casefold(), title_contains.casefold()
         with self.holder.acquire() as engine:
-            engine.check_source(source)
-            scope = engine.scope(_text("source", source), _text("ref", ref), tags=_tags(tags))
+            scope = self.limit.scope(
+                engine, _text("source", source), _text("ref", ref), tags=_tags(tags)
+            )
             matched = [
                 page
                 for page in engine.pages.values()
@@ -160,20 +175,21 @@ class Docs:
             raise InvalidArgument("pass either cursor or start_line/end_line, not both")
         paging = Paging(max_chars, start_line, end_line, cursor)
         with self.holder.acquire() as engine:
+            self._check_seen(engine, doc_id)
             doc_id = engine.doc_id_at(doc_id, _text("ref", ref))
             if CHUNK_ID.search(doc_id) and (chunk := engine.chunk(doc_id)) is not None:
                 answer = chunk_document(engine, chunk, paging)
             elif (page := engine.pages.get(doc_id)) is not None:
                 answer = page_document(engine, page, paging)
             else:
-                raise unknown_doc(engine, doc_id)
+                raise unknown_doc(engine, doc_id, self._known(engine))
         return within_cap(self.links.document(answer), "sections")
 
     def list_sources(self) -> SourceList:
         """The indexed sources (each indexed ref an entry), how current each is, then the
         configured sources the served version lacks."""
         with self.holder.acquire() as engine:
-            states = dict(engine.manifest.sources)
+            states = self.limit.states(engine.manifest.sources)
             version = engine.version
         sources = self._source_infos(states, fresh=True)
         return within_cap(SourceList(sources=sources, index_version=version), "sources")
@@ -182,7 +198,7 @@ class Docs:
         """`states` with their descriptions (and, when `fresh`, their freshness, which reads
         the repositories), then the configured sources they lack."""
         config = self._config()
-        configured = {s.name: s for s in config.sources}
+        configured = self.limit.named({s.name: s for s in config.sources})
         current = self.freshness.of(states, config.settings.stale_after_s) if fresh else {}
         sources = [
             source_info(
@@ -216,7 +232,7 @@ class Docs:
         every connection, so the repositories' tips are not read for it)."""
         try:
             with self.holder.acquire() as engine:
-                states = dict(engine.manifest.sources)
+                states = self.limit.states(engine.manifest.sources)
         except NoVersion:
             states = {}
         return server_instructions(self._source_infos(states, fresh=False))
@@ -227,7 +243,11 @@ class Docs:
         """Pages in doc_id order after `cursor`, and the cursor of the next page ("": none)."""
         after = decode_page_cursor(cursor)
         with self.holder.acquire() as engine:
-            ids = sorted(doc_id for doc_id in engine.pages if doc_id > after)
+            ids = sorted(
+                doc_id
+                for doc_id, page in engine.pages.items()
+                if doc_id > after and self.limit.admits_page(engine, page)
+            )
             pages = [page_summary(engine.pages[doc_id]) for doc_id in ids[:limit]]
         more = len(ids) > limit
         return pages, encode_page_cursor(pages[-1].doc_id) if more else ""
@@ -238,7 +258,7 @@ class Docs:
         doc_id = f"{source}:{path}"
         check_doc_id(doc_id)
         with self.holder.acquire() as engine:
-            text = page_text(engine, _page(engine, doc_id))
+            text = page_text(engine, self._page(engine, doc_id))
         if len(text) <= MAX_MAX_CHARS:
             return text
         window = self.get_document(doc_id, max_chars=MAX_MAX_CHARS)
@@ -252,14 +272,15 @@ class Docs:
         """The search page's view of a page (SOURCE:PATH): its markdown rendered."""
         check_doc_id(doc_id)
         with self.holder.acquire() as engine:
-            served = _page(engine, doc_id)
+            served = self._page(engine, doc_id)
             view = page_view(engine, served, site_dir=self.links.of(served.source).site_dir)
         page = self.links.summary(view.page)
         return msgspec.structs.replace(view, page=page, permalink=page.url)
 
     def reindex(self, source: str = "") -> ReindexReceipt:
-        """File a reindex request (the server itself never writes the index)."""
-        return request_reindex(self.data, self.holder, source)
+        """File a reindex request (the server itself never writes the index); "" = every
+        source the caller may read."""
+        return request_reindex(self.data, self.holder, source, self.limit)
 
     def health(self) -> tuple[int, dict[str, Any]]:
         """/health: (HTTP status, body)."""
@@ -271,14 +292,24 @@ class Docs:
             self.reranker,
             self.started,
             lambda states: self.freshness.of(states, stale_after_s),
+            self.limit,
         )
 
+    def _page(self, engine: Engine, doc_id: str) -> ServedPage:
+        self._check_seen(engine, doc_id)
+        page = engine.pages.get(doc_id)
+        if page is None:
+            raise unknown_doc(engine, doc_id, self._known(engine))
+        return page
 
-def _page(engine: Engine, doc_id: str) -> ServedPage:
-    page = engine.pages.get(doc_id)
-    if page is None:
-        raise unknown_doc(engine, doc_id)
-    return page
+    def _check_seen(self, engine: Engine, doc_id: str) -> None:
+        """NotFound for an id of a source the caller may not read: the error an id of a
+        source never indexed gets, so that it does not say the document exists."""
+        if not self.limit.admits_id(engine, doc_id):
+            raise unknown_doc(engine, doc_id, self._known(engine))
+
+    def _known(self, engine: Engine) -> list[str] | None:
+        return None if self.limit.unlimited else self.limit.entries(engine)
 
 
 def _created_within(page: ServedPage, after: datetime | None, before: datetime | None) -> bool:

@@ -13,6 +13,11 @@ Its status, the first that applies:
     200 "ok"        a version is served and it is the one CURRENT names
 
 `status_detail` says in a sentence why the status is not "ok" ("" when it is).
+
+A caller limited to some sources (limits.py) gets the report of its sources only: the others'
+entries, failures and names are left out, its status comes from its own sources (a refused
+version is everyone's), and errors that may name another source say only that they are
+withheld.
 """
 
 from __future__ import annotations
@@ -30,9 +35,10 @@ from docdex.server.engine import Engine, RerankerError
 from docdex.server.versions import NoVersion, VersionHolder, VersionStats
 
 from .freshness import Freshness
+from .limits import EVERY_SOURCE, SourceLimit
 
 if TYPE_CHECKING:
-    from docdex.model.embedder import Embedder
+    from docdex.model.protocol import TextEmbedder as Embedder
 
 
 FreshnessOf = Callable[[dict[str, SourceState]], dict[str, Freshness]]
@@ -45,27 +51,50 @@ def health_report(
     reranker: str,
     started: float,
     freshness_of: FreshnessOf,
+    limit: SourceLimit = EVERY_SOURCE,
 ) -> tuple[int, dict[str, Any]]:
     """(HTTP status, body); `started` is the time.monotonic() of the server's start."""
     stats = holder.stats()
     body = _status_body(data, embedder, reranker, stats, started)
+    if not limit.unlimited:
+        _withhold(body, limit)
     try:
         with holder.acquire() as engine:
-            body.update(_index_summary(engine, freshness_of(dict(engine.manifest.sources))))
+            states = limit.states(engine.manifest.sources)
+            body.update(_index_summary(engine, states, freshness_of(states)))
             body["models"]["reranker"] = _reranker_name(reranker, engine)
+            served = engine.manifest.embedder  # the model its queries are embedded with
+            body["models"].update(embedder=served.id, dim=served.dim)
     except NoVersion as exc:
         body.update(status="error", error=str(exc), status_detail=f"nothing is served: {exc}")
         return 503, body
-    body["status"], body["status_detail"] = _status(body, stats)
+    body["status"], body["status_detail"] = _status(body)
     return 200, body
 
 
-def _status(body: dict[str, Any], stats: VersionStats) -> tuple[str, str]:
+WITHHELD = "withheld from a token limited to some sources"
+
+
+def _withhold(body: dict[str, Any], limit: SourceLimit) -> None:
+    """What may name other sources, as a limited caller sees it."""
+    if body["refused_version"]:
+        body["refused_version"]["error"] = WITHHELD
+    ingestion = body["last_ingestion"]
+    if ingestion:
+        ingestion["sources"] = limit.names(ingestion.get("sources", []))
+    failure = body["last_ingestion_failure"]
+    if failure and not (failure["source"] and limit.allows(failure["source"])):
+        # another source's failure is left out; a whole run's may name any source
+        withheld = {**failure, "error": WITHHELD}
+        body["last_ingestion_failure"] = None if failure["source"] else withheld
+
+
+def _status(body: dict[str, Any]) -> tuple[str, str]:
     """The status of a server that serves a version, and why, in a sentence."""
-    refused = stats.refused_version
-    if refused is not None:  # serving an older version than CURRENT names
-        which = "CURRENT" if refused.version is None else f"version {refused.version}"
-        return "degraded", f"{which} was refused ({refused.error}); an older version serves"
+    refused = body["refused_version"]
+    if refused:  # serving an older version than CURRENT names
+        which = "CURRENT" if refused["version"] is None else f"version {refused['version']}"
+        return "degraded", f"{which} was refused ({refused['error']}); an older version serves"
     failing = _failing(body)
     if failing:
         return "failing", failing
@@ -132,13 +161,17 @@ def _status_body(
     }
 
 
-def _index_summary(engine: Engine, freshness: dict[str, Freshness]) -> dict[str, Any]:
-    sources = engine.manifest.sources
+def _index_summary(
+    engine: Engine, sources: dict[str, SourceState], freshness: dict[str, Freshness]
+) -> dict[str, Any]:
+    """The served version's figures for `sources` (its entries a caller sees)."""
+    every = len(sources) == len(engine.manifest.sources)
+    chunks = engine.manifest.chunks if every else sum(s.chunks for s in sources.values())
     return {
         "index_version": engine.version,
         "index_created_at": engine.manifest.created_at,
         "total_sources": len(sources),
-        "total_chunks": engine.manifest.chunks,
+        "total_chunks": chunks,
         "sources": {
             name: {
                 "commit": s.commit,

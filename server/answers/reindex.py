@@ -11,26 +11,33 @@ from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.index_format.queue import IndexRequest, file_request, pending_requests
 from docdex.server.versions import VersionHolder
 
+from .limits import EVERY_SOURCE, SourceLimit
 from .shapes import ReindexReceipt
 
 log = logging.getLogger("docdex.server")
 
 
-def request_reindex(data: DataDir, holder: VersionHolder, source: str = "") -> ReindexReceipt:
-    """File a request to re-read `source` ("" = every source), unless one is pending."""
+def request_reindex(
+    data: DataDir, holder: VersionHolder, source: str = "", limit: SourceLimit = EVERY_SOURCE
+) -> ReindexReceipt:
+    """File a request to re-read `source` ("" = every source `limit` allows), unless one is
+    pending. A limited caller's "" files one request per source of its own (the receipt
+    names the first; `already_pending` only when every one was)."""
     try:
         data.check()
-        names = [s.name for s in load_config(data).sources]
+        names = limit.names(s.name for s in load_config(data).sources)
     except (ConfigError, IndexFormatError) as exc:
         raise InvalidArgument(f"cannot file a reindex request: {exc}") from None
     if not names:
         raise InvalidArgument("no sources are configured; add one with `docdex source add`")
     if source and source not in names:
         raise InvalidArgument(f"unknown source {shown(source)}; valid sources: {', '.join(names)}")
-    request, filed = _file_once(data, source)
+    wanted = [source] if source or limit.unlimited else names
+    filings = [_file_once(data, name) for name in wanted]
+    request, filed = filings[0][0], any(new for _, new in filings)
     log.info(
         "reindex %s: %s request %s",
-        source or "(all)",
+        ", ".join(wanted) or "(all)",
         "filed" if filed else "pending",
         request.id,
     )

@@ -12,6 +12,7 @@ accepted back.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from docdex.errors import InvalidArgument, NotFound, shown
@@ -84,14 +85,16 @@ def check_doc_id(doc_id: str) -> None:
         )
 
 
-def unknown_doc(engine: Engine, doc_id: str) -> NotFound:
+def unknown_doc(engine: Engine, doc_id: str, known: Sequence[str] | None = None) -> NotFound:
     """The error for a well-formed id that names nothing in this version: what it is missing,
-    and where valid ids come from."""
+    and where valid ids come from. `known`: the entries the caller sees (None: all), so that
+    a source hidden from the caller is as unknown as one never indexed."""
     source = doc_id.partition(":")[0]
-    if source not in engine.manifest.sources:
+    known = engine.sources if known is None else known
+    if source not in known:
         return NotFound(
             f"no document {shown(doc_id)}: unknown source {shown(source)}; "
-            f"valid sources: {', '.join(engine.sources) or '(none indexed yet)'}"
+            f"valid sources: {', '.join(known) or '(none indexed yet)'}"
         )
     hint = (
         " (backslashes are part of a file name here, not separators: paths use '/')"

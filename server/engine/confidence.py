@@ -12,6 +12,7 @@ from functools import lru_cache
 import tantivy
 
 from docdex.index_format.text import CJK_FIELD, TEXT_FIELDS, TextAnalysis, identifier_terms
+from docdex.model.protocol import EmbedderUnavailable
 
 from .candidates import Candidate
 from .dense import best_cosine
@@ -64,7 +65,11 @@ def absence_is_the_subject(ctx: QueryContext, ranked: list[Candidate]) -> bool:
     if not rest:
         return False
     best = max(c.dense for c in ranked)
-    closer = best_cosine(ctx.version, ctx.embedder.embed_query(rest), ctx.scope, ctx.settings)
+    try:
+        vector = ctx.embedder.embed_query(rest)
+    except EmbedderUnavailable:  # an endpoint that is down: the absent words decide
+        return True
+    closer = best_cosine(ctx.version, vector, ctx.scope, ctx.settings)
     return closer - best >= ctx.settings.confidence.subject_gain
 
 

@@ -20,7 +20,7 @@ and the benches open one each.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
@@ -28,6 +28,7 @@ import msgspec
 
 from docdex.errors import InvalidArgument
 from docdex.index_format.layout import DataDir
+from docdex.index_format.models import RerankEndpoint
 from docdex.index_format.records import ChunkRecord, Manifest, ServedPage
 
 from .candidates import Candidate, by_score
@@ -44,7 +45,10 @@ from .scope import Scope, check_source, entry_doc_id, searched_entries, tagged_p
 from .settings import DEFAULT_SETTINGS, EngineSettings
 
 if TYPE_CHECKING:
-    from docdex.model.embedder import Embedder
+    from docdex.index_format.records import EmbedderInfo
+    from docdex.model.protocol import TextEmbedder
+
+ModelFor = Callable[["EmbedderInfo"], "TextEmbedder"]  # the model a version was built with
 
 MAX_QUERY_CHARS = 2000
 MAX_RESULTS = 100
@@ -88,7 +92,7 @@ class StageTimes(msgspec.Struct, frozen=True):
 class Engine:
     """Search over one published index version (see the module's docstring)."""
 
-    def __init__(self, version: LoadedVersion, embedder: Embedder, settings: EngineSettings):
+    def __init__(self, version: LoadedVersion, embedder: TextEmbedder, settings: EngineSettings):
         """Use `Engine.open`; this wraps a version already loaded."""
         self._version = version
         self._embedder = embedder
@@ -98,7 +102,7 @@ class Engine:
     def open(
         cls,
         data: DataDir,
-        embedder: Embedder | Future[Embedder],
+        embedder: TextEmbedder | Future[TextEmbedder] | ModelFor,
         version: int | None = None,
         settings: EngineSettings = DEFAULT_SETTINGS,
         before: Engine | None = None,
@@ -110,7 +114,12 @@ class Engine:
         shared = before._version if before is not None else None
         loaded = LoadedVersion.load(data, version, settings, shared)
         try:
-            model = embedder.result() if isinstance(embedder, Future) else embedder
+            if isinstance(embedder, Future):
+                model = embedder.result()
+            elif callable(embedder):  # chooses by the model the version was built with
+                model = embedder(loaded.manifest.embedder)
+            else:
+                model = embedder
             check_model(loaded.manifest, model.info)
         except BaseException:
             loaded.close()
@@ -129,12 +138,25 @@ class Engine:
         return self._settings
 
     @property
+    def _endpoint(self) -> RerankEndpoint | None:
+        return self._settings.rerank_endpoint
+
+    @property
     def version(self) -> int:
         return self._version.version
 
     @property
     def manifest(self) -> Manifest:
         return self._version.manifest
+
+    @property
+    def data(self) -> DataDir:
+        return self._version.data
+
+    @property
+    def embedder_name(self) -> str:
+        """The identity of the model the version's vectors were made with."""
+        return self._version.manifest.embedder.id
 
     @property
     def sources(self) -> list[str]:
@@ -151,9 +173,9 @@ class Engine:
         return self._version.has_token_vectors
 
     def reranker_name(self) -> str:
-        """The reranker searches use on this version: "none", "maxsim" or "cross-encoder"
-        (RerankerError when the configured one cannot be loaded)."""
-        reranker = resolve_reranker(self._settings.reranker, self._version)
+        """The reranker searches use on this version: "none", "maxsim", "cross-encoder" or
+        "endpoint" (RerankerError when the configured one cannot be loaded)."""
+        reranker = resolve_reranker(self._settings.reranker, self._version, self._endpoint)
         return "none" if reranker is None else reranker.name
 
     def ref_of(self, entry: str) -> str:
@@ -243,7 +265,7 @@ class Engine:
         return retrieve(self._context(query, scope or Scope()), self._needs_tokens())
 
     def _needs_tokens(self) -> bool:
-        reranker = resolve_reranker(self._settings.reranker, self._version)
+        reranker = resolve_reranker(self._settings.reranker, self._version, self._endpoint)
         return bool(reranker and reranker.needs_tokens)
 
     def rank(self, retrieval: Retrieval, num_results: int = 10) -> list[Hit]:
@@ -261,7 +283,7 @@ class Engine:
         candidates = retrieval.candidates
         fuse(ctx, candidates)
         candidates = by_score(candidates)
-        reranker = resolve_reranker(self._settings.reranker, self._version)
+        reranker = resolve_reranker(self._settings.reranker, self._version, self._endpoint)
         if reranker is not None and candidates:
             head = candidates[: self._settings.rerank_depth]
             reranker.rerank(ctx, head, retrieval.encoding)

@@ -3,8 +3,8 @@
 
 A hit carries the chunk's raw markdown (identifiers live in code spans, URLs and HTML), its
 breadcrumb and lines, and the page's last commit; titles and headings are clipped so that no
-page can make an answer large. `url`, `page_url` and `truncated` are left for the answering
-layer to fill (permalinks, the text budget).
+page can make an answer large. `url`, `page_url`, `truncated` and the context fields are
+left for the answering layer to fill (permalinks, the text budget, the widening).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 from urllib.parse import quote
 
 import msgspec
+
+from docdex.index_format.records import CHUNK_ID
 
 from .candidates import Candidate
 from .loaded import LoadedVersion
@@ -22,37 +24,60 @@ RESOURCE_TEMPLATE = "docdex://{source}/{+path}"
 # so that no client mistakes part of a path for a query or a fragment.
 _URI_SAFE = "/:@!$&'()*+,;="
 TITLE_CHARS = 300
+BREADCRUMB_JOIN = " › "
 MAX_HEADINGS = 8
 
 
-class Hit(msgspec.Struct):
-    doc_id: str
-    chunk_id: str
+class Hit(msgspec.Struct, omit_defaults=True):
+    """One ranked chunk. An answer leaves out what another field already says (the page's id
+    is `chunk_id` up to its `#`, its resource URI follows from `source` and `path`, the
+    breadcrumb's parts are `heading`'s) and every field at its default."""
+
+    chunk_id: str  # "source:path#chunkN": get_document reads it, or the page up to the '#'
     source: str
     path: str
-    uri: str  # the page as an MCP resource: docdex://SOURCE/PATH
     title: str
-    headings: list[str]  # breadcrumb, outermost first
-    heading: str  # "A › B › C"
+    heading: str  # the breadcrumb, outermost first: "A › B › C"
     text: str  # raw markdown: the chunk's, or its context's (`context`)
     score: float
     start_line: int  # the file lines `text` covers, inclusive
     end_line: int
     commit: str  # the page's last commit
     match: str  # "bm25" | "dense" | "both": which retriever found it
-    truncated: bool = False  # `text` was cut to fit the answer's budget (server/answers/budget.py)
     modified: str = ""  # when the page last changed (ISO 8601, from its git history)
     ref: str = ""  # the branch or tag the page was indexed from
+    truncated: bool = False  # `text` was cut to fit the answer's budget (server/answers/budget.py)
     url: str = ""  # these lines at `commit` on the source's forge (permalinks.py; "" = none)
     page_url: str = ""  # the page on the published docs site ("" = no site_url)
     # How `text` was widened around the chunk that matched (server/answers/context.py):
-    # "" not at all; "section": it is the whole section `context_heading` names;
-    # "neighbours": it holds chunks beside the match in the section `context_heading` names.
-    # chunk_start_line-chunk_end_line are the matched chunk's own lines.
+    # "" not at all; "section": it is the whole section `heading` names (its subsections
+    # too); "neighbours": it holds chunks beside the match in that section.
+    # chunk_start_line-chunk_end_line are then the matched chunk's own lines.
     context: str = ""
-    context_heading: str = ""
     chunk_start_line: int = 0
     chunk_end_line: int = 0
+
+    @property
+    def matched_lines(self) -> tuple[int, int]:
+        """The lines of the chunk that matched, within `start_line`-`end_line`."""
+        if self.context:
+            return self.chunk_start_line, self.chunk_end_line
+        return self.start_line, self.end_line
+
+    @property
+    def doc_id(self) -> str:
+        """The page's id, "source:path"."""
+        return CHUNK_ID.sub("", self.chunk_id)
+
+    @property
+    def uri(self) -> str:
+        """The page as an MCP resource: docdex://SOURCE/PATH."""
+        return resource_uri(self.source, self.path)
+
+    @property
+    def headings(self) -> list[str]:
+        """The breadcrumb's headings, outermost first."""
+        return self.heading.split(BREADCRUMB_JOIN) if self.heading else []
 
 
 class SearchResult(msgspec.Struct):
@@ -72,7 +97,7 @@ def clip_headings(headings: list[str]) -> list[str]:
 
 
 def breadcrumb(headings: list[str]) -> str:
-    return " › ".join(clip_headings(headings))
+    return BREADCRUMB_JOIN.join(clip_headings(headings))
 
 
 def resource_uri(source: str, path: str) -> str:
@@ -85,21 +110,16 @@ def to_hit(version: LoadedVersion, c: Candidate) -> Hit:
     chunk = c.chunk
     page = version.pages.get(chunk.doc_id)
     return Hit(
-        doc_id=chunk.doc_id,
         chunk_id=chunk.chunk_id,
         source=chunk.source,
         path=chunk.path,
-        uri=resource_uri(chunk.source, chunk.path),
         ref=version.ref_of(chunk.source),
         title=clip(chunk.title, TITLE_CHARS),
-        headings=clip_headings(chunk.headings),
         heading=breadcrumb(chunk.headings),
         text=chunk.text,
         score=round(float(c.score), 6),
         start_line=chunk.start_line,
         end_line=chunk.end_line,
-        chunk_start_line=chunk.start_line,
-        chunk_end_line=chunk.end_line,
         commit=page.commit if page else "",
         match=c.match,
         modified=page.modified if page else "",

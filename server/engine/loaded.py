@@ -326,6 +326,13 @@ def check_model(manifest: Manifest, model: EmbedderInfo) -> None:
             f"(dim {theirs.dim}), but this docdex loads {model.id!r} (dim {model.dim}); "
             "re-index with `docdex index --full` or install the matching model"
         )
+    mixed = sorted({s.model for s in manifest.segments if s.model and s.model != theirs.id})
+    if mixed:
+        raise IndexFormatError(
+            f"version {manifest.version} records embedder {theirs.id!r} but holds segments "
+            f"of {', '.join(mixed)}: `docdex verify` names them, `docdex index --full` "
+            "embeds them again"
+        )
 
 
 def _load_segment(

@@ -15,7 +15,7 @@ from .scope import Scope
 from .settings import EngineSettings
 
 if TYPE_CHECKING:
-    from docdex.model.embedder import Embedder
+    from docdex.model.protocol import TextEmbedder
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class QueryContext:
 
     version: LoadedVersion
     settings: EngineSettings
-    embedder: Embedder
+    embedder: TextEmbedder
     profile: QueryProfile
     scope: Scope
 

@@ -7,18 +7,23 @@
 - `cross-encoder`: any local ONNX cross-encoder directory (model.onnx + tokenizer.json;
   inputs input_ids, attention_mask[, token_type_ids]; output logits): its logit replaces
   the fused score of the head (the head is still returned before the tail).
+- `endpoint`: a rerank endpoint named by a `[models.NAME]` table (text-embeddings-inference's
+  /rerank, vLLM's and llama.cpp's /v1/rerank): its score replaces the fused score of the
+  head, as a cross-encoder's does; when it fails, the head keeps its fused order.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 import numpy as np
 
 from docdex.errors import DocdexError
+from docdex.index_format.models import RerankEndpoint
 from docdex.index_format.tokens import TokenArrays
 from docdex.model.late_interaction import QueryEncoding, encode_query
 
@@ -28,6 +33,8 @@ from .query import QueryContext
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
+
+    from docdex.model.embedder import Embedder
 
 RERANKERS = "default, none, maxsim, cross-encoder:/path/to/model-dir"
 
@@ -46,8 +53,13 @@ class Reranker(Protocol):
         """Set `score` of every candidate (the caller sorts)."""
 
 
-def resolve_reranker(name: str, version: LoadedVersion) -> Reranker | None:
-    """A reranker from its name; "default" is MaxSim when the index has token vectors."""
+def resolve_reranker(
+    name: str, version: LoadedVersion, endpoint: RerankEndpoint | None = None
+) -> Reranker | None:
+    """A reranker from its name; "default" is MaxSim when the index has token vectors;
+    `endpoint`: the rerank endpoint the name stands for."""
+    if endpoint is not None:
+        return EndpointReranker.cached(endpoint)
     if name == "none":
         return None
     if name == "default":
@@ -117,13 +129,52 @@ def query_tokens(ctx: QueryContext, encoding: QueryEncoding) -> QueryTokens | No
     ids, vectors = ids[:n], vectors[:n]
     version = ctx.version
     tokens = [(seg.tokens, seg.live) for seg in version.segments]
-    weights = version.derived.token_idf(tokens, ctx.embedder.skip_mask)[ids]
+    # token vectors come from the shipped model only (late_interaction.encode_query)
+    skip = cast("Embedder", ctx.embedder).skip_mask
+    weights = version.derived.token_idf(tokens, skip)[ids]
     if weights.sum() <= 0:
         return None
     return QueryTokens(vectors=vectors, weights=weights)
 
 
 MAXSIM = MaxSimReranker()
+log = logging.getLogger("docdex.server")
+
+
+# --- a rerank endpoint ----------------------------------------------------------------------
+
+
+class EndpointReranker:
+    """Scores of the head from a rerank endpoint (model/rerank_endpoint.py)."""
+
+    name = "endpoint"
+    needs_tokens = False
+    _cache: ClassVar[dict[RerankEndpoint, EndpointReranker]] = {}
+    _cache_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, spec: RerankEndpoint) -> None:
+        from docdex.model.rerank_endpoint import RemoteReranker
+
+        self.remote = RemoteReranker(spec)
+
+    @classmethod
+    def cached(cls, spec: RerankEndpoint) -> EndpointReranker:
+        with cls._cache_lock:
+            if spec not in cls._cache:
+                cls._cache[spec] = cls(spec)
+            return cls._cache[spec]
+
+    def rerank(
+        self, ctx: QueryContext, candidates: list[Candidate], encoding: QueryEncoding
+    ) -> None:
+        passages = [" › ".join(c.chunk.headings) + "\n" + c.chunk.text for c in candidates]
+        try:
+            scores = self.remote.scores(ctx.profile.text, passages)
+        except DocdexError as exc:  # the fused order stands; the search still answers
+            log.warning("rerank endpoint failed, keeping the fused order: %s", exc)
+            return
+        for c, s in zip(candidates, scores, strict=True):
+            c.score = s
 
 
 # --- cross-encoder --------------------------------------------------------------------------

@@ -2,17 +2,20 @@
 every candidate has both scores.
 
 BM25 runs on a helper thread while the query is embedded, and the segments' graph searches
-beside each other and beside BM25 (parallel.py, adr/0029).
+beside each other and beside BM25 (parallel.py, adr/0029). A configured embedder that
+cannot embed the query (an endpoint that is down, adr/0039) leaves BM25's list alone.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 
 from docdex.model.late_interaction import QueryEncoding, encode_query
+from docdex.model.protocol import EmbedderUnavailable
 
 from . import parallel
 from .candidates import Candidate
@@ -34,16 +37,25 @@ class Retrieval:
 def retrieve(ctx: QueryContext, with_tokens: bool) -> Retrieval:
     """The query's candidates and its encoding (`with_tokens`: also its token vectors)."""
     with parallel.start([partial(bm25_top, ctx)], ctx.settings.helpers) as lexical:
-        encoding = encode_query(ctx.embedder, ctx.profile.text, with_tokens)
+        try:
+            encoding = encode_query(ctx.embedder, ctx.profile.text, with_tokens)
+        except EmbedderUnavailable as exc:
+            log.warning("the query was not embedded, BM25 answers alone: %s", exc)
+            encoding = QueryEncoding(
+                np.zeros(ctx.version.manifest.embedder.dim, np.float32), None, None
+            )
         candidates = _merge(ctx, encoding.vector, lexical)
     return Retrieval(ctx, candidates, encoding)
+
+
+log = logging.getLogger("docdex.server")
 
 
 def _merge(ctx: QueryContext, qvec: np.ndarray, lexical: parallel.Batch) -> list[Candidate]:
     """BM25's list (`lexical`: its search, begun while the query was embedded), then the
     dense list's new chunks; candidates found by BM25 only get their exact cosine."""
     version = ctx.version
-    dense = dense_top(version, qvec, ctx.scope, ctx.settings)
+    dense = dense_top(version, qvec, ctx.scope, ctx.settings) if qvec.any() else []
     [bm25] = lexical.join()
     found: dict[tuple[int, int], Candidate] = {}
 

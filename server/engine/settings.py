@@ -11,6 +11,8 @@ import enum
 
 import msgspec
 
+from docdex.index_format.models import RerankEndpoint
+
 
 class Fusion(enum.StrEnum):
     """How the BM25 and dense lists become one ranking (docs/retrieval.md, "Fusion")."""
@@ -75,8 +77,10 @@ class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
 
     fusion: Fusion = Fusion.ADAPTIVE
     # default (MaxSim when the index has token vectors, else none) | none | maxsim |
-    # cross-encoder:/path/to/onnx-dir
+    # cross-encoder:/path/to/onnx-dir | the name of a [models.NAME] rerank endpoint, whose
+    # table is `rerank_endpoint` (then the name is only shown)
     reranker: str = "default"
+    rerank_endpoint: RerankEndpoint | None = None
     retrieve_k: int = 100  # chunks from each retriever (dense asks for 2x as many windows)
     rrf_k: int = 60
     # The adaptive fusion: reciprocal ranks with a small rank constant, the dense list

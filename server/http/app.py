@@ -13,6 +13,8 @@ search page at / (routes.py lists the routes).
     page.py               the search page's files (static/), the security headers (CSP)
     server/mcp/deferred.py  /mcp, built from the SDK in a thread once the server listens
     auth.py               bind policy, Host and Origin check, bearer token
+    tokens.py             named tokens (`docdex auth token`), each maybe limited to sources
+    grants.py             what a request's token allows: scopes, the sources it may read
     connections.py        header deadline, idle keep-alive, bound on open connections
                           (uvicorn's h11 handler under a guard)
     PostOnly              /mcp answers POST only (405 for GET: no sessions, no stream to open)
@@ -20,8 +22,10 @@ search page at / (routes.py lists the routes).
 `HttpSettings` is what the command line and the environment chose: address, token, extra
 Host names and connection limits.
 
-Every request leases one index version from the `VersionHolder` and answers from it alone.
-The server never writes the index: `reindex` files a request under state/queue/.
+Every request leases one index version from the `VersionHolder` and answers from it alone,
+as the caller its token's `Grant` names sees it (`Docs.for_caller`): a token limited to some
+sources reads those only, in every route and tool. The server never writes the index:
+`reindex` files a request under state/queue/.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from docdex.errors import DocdexError
+from docdex.index_format.config import ConfigError, load_config
 from docdex.index_format.environment import DEFAULT_HOST, DEFAULT_PORT, ConnectionLimits
 from docdex.index_format.layout import DataDir
 from docdex.server.answers.docs import Docs
@@ -53,11 +58,17 @@ from .auth import OPEN_PATHS, BearerAuth, HostCheck, allowed_hosts, check_bind
 from .auth import transport_security as make_transport_security
 from .connections import guarded_http
 from .limits import with_fd_room
+from .oauth.guard import Guard
+from .oauth.scopes import refused_scope
+from .oauth.settings import AuthMode, AuthSettings
 from .page import SecurityHeaders, open_paths
 from .routes import MCP_PATH, http_routes
+from .tokens import NamedTokens
 
 if TYPE_CHECKING:
-    from docdex.model.embedder import Embedder
+    from docdex.model.protocol import TextEmbedder as Embedder
+
+    from .oauth.setup import OAuthParts
 
 __all__ = ["Docs", "HttpSettings", "build_app", "serve"]
 
@@ -72,6 +83,7 @@ class HttpSettings(msgspec.Struct, frozen=True, kw_only=True):
     allowed_hosts: tuple[str, ...] = ()  # Host names besides the bound address's
     limits: ConnectionLimits = ConnectionLimits()
     insecure: bool = False  # bind beyond loopback without a token
+    auth: AuthSettings = AuthSettings()  # --auth oauth or jwt, the public URL (oauth/settings.py)
 
 
 def build_app(
@@ -80,9 +92,13 @@ def build_app(
     token: str | None = None,
     extra_hosts: list[str] | None = None,
     on_mcp_ready: Callable[[], None] = lambda: None,
+    oauth: OAuthParts | None = None,
+    named: NamedTokens | None = None,
 ) -> Starlette:
     """The ASGI app. Its lifespan runs the version watcher and builds /mcp in the background
-    (deferred_mcp.py), then runs the MCP session manager."""
+    (deferred_mcp.py), then runs the MCP session manager. `oauth`: the routes and verifiers
+    of `--auth oauth` or `jwt` (oauth/setup.py), which take over from BearerAuth; `named`:
+    the named tokens (`docdex auth token`) accepted beside $DOCDEX_TOKEN."""
     hosts = allowed_hosts(host, extra_hosts or [])
     mcp = DeferredMCP(lambda: _build_mcp_app(docs, host, hosts), on_ready=on_mcp_ready)
 
@@ -95,10 +111,27 @@ def build_app(
         docs.holder.stop()
 
     middleware = [Middleware(SecurityHeaders), Middleware(HostCheck, allowed=hosts)]
-    if token:
-        middleware.append(Middleware(BearerAuth, token=token, open_paths=OPEN_PATHS | open_paths()))
+    unguarded = OPEN_PATHS | open_paths()
+    if oauth is not None:
+        statics = [named.verifier(oauth.resource_metadata)] if named is not None else []
+        middleware.append(
+            Middleware(
+                Guard,
+                resource_metadata=oauth.resource_metadata,
+                verifiers=[*statics, *oauth.verifiers],
+                token=token,
+                open_paths=unguarded | oauth.open_paths,
+            )
+        )
+    elif token or named is not None:
+        middleware.append(Middleware(BearerAuth, token=token, open_paths=unguarded, named=named))
+    required = bool(token) or oauth is not None or named is not None
+    routes = [
+        *http_routes(docs, required, oauth.resource if oauth else ""),
+        *(oauth.routes if oauth else []),
+    ]
     return Starlette(
-        routes=[*http_routes(docs, bool(token)), Mount("/", app=PostOnly(mcp, MCP_PATH))],
+        routes=[*routes, Mount("/", app=PostOnly(mcp, MCP_PATH))],
         middleware=middleware,
         lifespan=lifespan,
     )
@@ -130,6 +163,8 @@ class PostOnly:
         problem = refusal(body) if not more else None
         if problem is not None:
             await JSONResponse(problem.reply(), status_code=400)(scope, receive, send)
+            return
+        if await refused_scope(scope, body, send):  # a reindex call without its scope: 403
             return
         await self.app(scope, _replayed(body, more, receive), send)
 
@@ -193,20 +228,23 @@ def serve(
     `on_listening`: called once the socket listens. Raises BindRefused for an address the
     bind policy refuses (auth.check_bind)."""
     host, port, token = settings.host, settings.port, settings.token
-    check_bind(host, token, settings.insecure)
+    named = _named_tokens(data, bool(token) or settings.auth.oauth)
+    check_bind(host, token, settings.insecure, settings.auth.oauth, named is not None)
     sock = bound_socket(host, port)  # a busy port is said now, before the index is read
     limits = with_fd_room(settings.limits)
     boot = Boot()
     docs = open_docs(data, boot, model)
     base = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
-    auth = "bearer token required" if token else "no token"
     app = build_app(
         docs,
         host,
         token,
-        list(settings.allowed_hosts),
+        [*settings.allowed_hosts, *_public_host(settings.auth)],
         on_mcp_ready=lambda: boot.mark(f"ready: MCP at {base}{MCP_PATH}"),
+        oauth=_oauth_parts(settings.auth, data),
+        named=named,
     )
+    auth = _auth_words(settings.auth, token, named is not None)
 
     def listening() -> None:
         boot.mark(f"listening: {base} ({auth}); /health and /api/search answer")
@@ -217,6 +255,48 @@ def serve(
     with sock:
         server.run(sockets=[sock])
     return 0 if server.started else 1
+
+
+def _oauth_parts(auth: AuthSettings, data: DataDir) -> OAuthParts | None:
+    """The OAuth routes and verifiers of `--auth oauth` or `jwt` (oauth/setup.py, which
+    builds the routes from the MCP SDK at their first request)."""
+    if auth.mode is AuthMode.TOKEN:
+        return None
+    from .oauth.setup import oauth_parts
+
+    if auth.mode is AuthMode.OAUTH:
+        data.state.mkdir(parents=True, exist_ok=True)
+    return oauth_parts(auth, data.state, sources=lambda: configured_sources(data))
+
+
+def _named_tokens(data: DataDir, guarded: bool) -> NamedTokens | None:
+    """The named tokens, when the server requires tokens anyway (`guarded`) or holds one
+    now: a server started with no credential at all stays open (tokens.py)."""
+    named = NamedTokens(data.state)
+    return named if guarded or named.any() else None
+
+
+def configured_sources(data: DataDir) -> list[str]:
+    """The names of the sources docdex.toml configures ([] when it cannot be read)."""
+    try:
+        return [source.name for source in load_config(data).sources]
+    except ConfigError:
+        return []
+
+
+def _public_host(auth: AuthSettings) -> list[str]:
+    """The public URL's host: a proxy that passes it on (and browsers, in Origin) use it."""
+    return [auth.public_host] if auth.public_url else []
+
+
+def _auth_words(auth: AuthSettings, token: str | None, named: bool = False) -> str:
+    if auth.mode is AuthMode.OAUTH:
+        how = f"OAuth, issuer {auth.issuer}"
+    elif auth.mode is AuthMode.JWT:
+        how = f"JWTs of {auth.issuer}"
+    else:
+        return "bearer token required" if token or named else "no token"
+    return how + (" or a bearer token" if token or named else "") + f"; resource {auth.resource}"
 
 
 class PortInUse(DocdexError):

@@ -8,8 +8,10 @@
   matching) accepts exactly what this one accepted.
 - With a token, every path except the open ones (`/`, `/clients.txt`, `/health` and the
   search page's static files, which reveal no document text) needs
-  `Authorization: Bearer <token>`; the comparison is constant-time, on the header's bytes.
-  /health without the token says only whether the server is up (routes.py).
+  `Authorization: Bearer <token>`: $DOCDEX_TOKEN, compared in constant time on the header's
+  bytes, or a named token (tokens.py), which may read some sources only; the request's
+  `Grant` (grants.py) says which. /health without a token says only whether the server is
+  up (routes.py).
 - The token must be printable ASCII: HTTP clients disagree on how to send anything else
   (curl sends UTF-8, browsers Latin-1, httpx refuses), so such a token is refused at start
   (index-format/environment.py reads DOCDEX_TOKEN).
@@ -28,6 +30,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from docdex.errors import DocdexError
 
+from .grants import ALL_SCOPES, Grant, Grants, granted
+
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -35,6 +39,7 @@ OPEN_PATHS = frozenset({"/", "/clients.txt", "/health"})
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 AUTHORIZED = "docdex.authorized"  # the scope key BearerAuth sets
+STATIC_CLIENT = "DOCDEX_TOKEN"  # the client a grant of $DOCDEX_TOKEN names
 UNAUTHORIZED = "missing or wrong token: send the header 'Authorization: Bearer <DOCDEX_TOKEN>'"
 
 
@@ -54,9 +59,12 @@ def is_loopback(host: str) -> bool:
         return False  # a name: we do not resolve it, so it counts as reachable from outside
 
 
-def check_bind(host: str, token: str | None, insecure: bool) -> None:
-    """Refuse to expose the index beyond this machine without a token (or --insecure)."""
-    if is_loopback(host) or token or insecure:
+def check_bind(
+    host: str, token: str | None, insecure: bool, oauth: bool = False, named: bool = False
+) -> None:
+    """Refuse to expose the index beyond this machine without a token, OAuth (`oauth`: --auth
+    oauth or jwt), a named token (`named`: `docdex auth token`) or --insecure."""
+    if is_loopback(host) or token or insecure or oauth or named:
         return
     raise BindRefused(
         f"refusing to listen on {host or '0.0.0.0'} without a token: anyone who can reach it "
@@ -187,33 +195,47 @@ class HostCheck:
 
 
 class BearerAuth:
-    """Require `Authorization: Bearer <token>` on every path but the open ones."""
+    """Require `Authorization: Bearer <token>` on every path but the open ones: $DOCDEX_TOKEN
+    (every source), or a named token of `named` (tokens.py, maybe limited to some sources).
+    The request's `Grant` goes on in the scope (grants.py)."""
 
-    def __init__(self, app: ASGIApp, token: str, open_paths: frozenset[str] = OPEN_PATHS):
-        if not token:
-            raise ValueError("BearerAuth needs a non-empty token")
+    def __init__(
+        self,
+        app: ASGIApp,
+        token: str | None,
+        open_paths: frozenset[str] = OPEN_PATHS,
+        named: Grants | None = None,
+    ):
+        if not token and named is None:
+            raise ValueError("BearerAuth needs a non-empty token or named tokens")
         self.app = app
-        self._token = token.encode()
+        self._token = token.encode() if token else b""
         self._open = open_paths
+        self._named = named
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            authorized = self._authorized(_header(scope, b"authorization"))
-            if not authorized and scope["path"] not in self._open:
+            grant = self._grant(_header(scope, b"authorization"))
+            if grant is None and scope["path"] not in self._open:
                 headers = [(b"www-authenticate", b"Bearer")]
                 await _send_json(send, 401, {"error": UNAUTHORIZED}, headers)
                 return
             scope = dict(scope)
-            scope[AUTHORIZED] = authorized  # /health shows its details only then
+            scope[AUTHORIZED] = grant is not None  # /health shows its details only then
+            if grant is not None:
+                granted(scope, grant)
         await self.app(scope, receive, send)
 
-    def _authorized(self, header: str) -> bool:
-        """Constant-time, on the bytes sent (the header was decoded as Latin-1: encoding it
-        back gives them) against the token's bytes."""
+    def _grant(self, header: str) -> Grant | None:
+        """$DOCDEX_TOKEN compared in constant time, on the bytes sent (the header was decoded
+        as Latin-1: encoding it back gives them); else a named token, by its hash."""
         scheme, _, given = header.partition(" ")
-        if scheme.lower() != "bearer":
-            return False
-        return hmac.compare_digest(given.strip().encode("latin-1"), self._token)
+        if scheme.lower() != "bearer" or not given.strip():
+            return None
+        sent = given.strip()
+        if self._token and hmac.compare_digest(sent.encode("latin-1"), self._token):
+            return Grant(client_id=STATIC_CLIENT, scopes=frozenset(ALL_SCOPES))
+        return self._named.grant(sent) if self._named is not None else None
 
 
 def is_authorized(scope: Scope) -> bool:

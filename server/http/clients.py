@@ -5,14 +5,20 @@ connects with every entry it holds).
 
 Over streamable HTTP a client names the server's /mcp URL and, when the server has a token,
 sends `Authorization: Bearer <token>`, each client writing the token as a reference it
-expands itself. Over stdio it launches `docdex --data DIR mcp` on its own machine.
+expands itself. Over stdio it launches `docdex --data DIR mcp` on its own machine: the
+documentation shows example paths (EXAMPLE_LAUNCH), a running server its own (served_launch).
+A server with `--auth oauth` or `jwt` also has an entry for clients that add a server by its
+URL alone and sign in through the browser: the URL to paste, its public URL + /mcp.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
+import shutil
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 SERVER_NAME = "docdex"
@@ -34,11 +40,27 @@ class Launch:
     def args(self) -> list[str]:
         return ["--data", self.data_dir, "mcp"]
 
+    @property
+    def has_placeholders(self) -> bool:
+        """Some of its paths are the documentation's, for the reader to replace."""
+        return (
+            EXAMPLE_LAUNCH.executable == self.executable or EXAMPLE_LAUNCH.data_dir == self.data_dir
+        )
+
 
 EXAMPLE_LAUNCH = Launch("/path/to/venv/bin/docdex", "/path/to/docdex-data")
 """The paths the documentation and `/` show, for the reader to replace with their own."""
 EXAMPLE_MCP_URL = "http://127.0.0.1:8085/mcp"
 """The URL the documentation shows: `docdex serve` with its default address."""
+
+
+def served_launch(data_dir: Path) -> Launch:
+    """The stdio entry of a client on the server's own machine: the `docdex` command beside
+    the interpreter the server runs (its venv's bin/docdex) and the data directory it serves.
+    The path is not resolved: the venv's python is a symlink to the system's."""
+    beside = Path(sys.executable).absolute().with_name("docdex")
+    executable = str(beside) if beside.is_file() else shutil.which("docdex")
+    return Launch(executable or EXAMPLE_LAUNCH.executable, str(data_dir.absolute()))
 
 
 @dataclass(frozen=True)
@@ -156,19 +178,43 @@ def claude_commands(mcp_url: str, token_required: bool, launch: Launch) -> list[
     return [claude_add_http(mcp_url, token_required), claude_add_stdio(launch)]
 
 
-def configs_text(mcp_url: str, token_required: bool, launch: Launch = EXAMPLE_LAUNCH) -> str:
-    """The configurations as plain text: each file under a title, then Claude Code's
+URL_ONLY_TITLE = "Clients that take only a URL (OAuth)"
+URL_ONLY_WORDS = (
+    "Connectors that add a server by its URL alone sign in through the browser: paste this "
+    "address; the server's owner approves each one on docdex's consent page (and may limit "
+    "it to some sources)."
+)
+
+
+def url_only_text(url_only: str) -> str:
+    """The URL-only entry as plain text ("" without OAuth)."""
+    return f"{URL_ONLY_TITLE}:\n{URL_ONLY_WORDS}\n{url_only}" if url_only else ""
+
+
+def configs_text(
+    mcp_url: str, token_required: bool, launch: Launch = EXAMPLE_LAUNCH, url_only: str = ""
+) -> str:
+    """The configurations as plain text: the URL-only entry when there is one (`url_only`:
+    the URL such a client is given), each file under a title, then Claude Code's
     commands."""
     files = [_titled(config) for config in all_configs(mcp_url, token_required, launch)]
     commands = "\n".join(claude_commands(mcp_url, token_required, launch))
-    return "\n\n".join([*files, f"Claude Code, from a shell:\n{commands}"]) + "\n"
+    url_entry = [url_only_text(url_only)] if url_only else []
+    return "\n\n".join([*url_entry, *files, f"Claude Code, from a shell:\n{commands}"]) + "\n"
 
 
-def configs_json(mcp_url: str, token_required: bool, launch: Launch = EXAMPLE_LAUNCH) -> Config:
+def configs_json(
+    mcp_url: str, token_required: bool, launch: Launch = EXAMPLE_LAUNCH, url_only: str = ""
+) -> Config:
     """The same configurations for the search page's "Connect an agent" panel."""
     return {
         "mcp_url": mcp_url,
         "token_required": token_required,
+        "url_only": (
+            {"title": URL_ONLY_TITLE, "words": URL_ONLY_WORDS, "url": url_only}
+            if url_only
+            else None
+        ),
         "configs": [
             {
                 "client": config.client.title,
@@ -179,6 +225,11 @@ def configs_json(mcp_url: str, token_required: bool, launch: Launch = EXAMPLE_LA
             for config in all_configs(mcp_url, token_required, launch)
         ],
         "commands": claude_commands(mcp_url, token_required, launch),
+        "launch": {
+            "executable": launch.executable,
+            "data_dir": launch.data_dir,
+            "example": launch.has_placeholders,  # paths for the reader to replace
+        },
     }
 
 

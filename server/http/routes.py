@@ -12,6 +12,8 @@
 
 /api answers 400 for bad arguments, 404 for a page the served version does not hold and 503
 while no version can be served; with a token it needs the token (auth.py), as /mcp does.
+Every answer is the caller's (`Docs.for_caller` with its grant's sources, grants.py): a token
+limited to some sources gets those only, /health included.
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ from starlette.routing import Route
 from docdex.errors import DocdexError, InvalidArgument, NotFound
 from docdex.server.answers.budget import DEFAULT_MAX_CHARS
 from docdex.server.answers.docs import Docs
+from docdex.server.answers.limits import limit_in
 from docdex.server.engine import MAX_RESULTS
 from docdex.server.versions import NoVersion
 
 from .auth import is_authorized
-from .clients import configs_json, configs_text
+from .clients import EXAMPLE_LAUNCH, Launch, configs_json, configs_text, served_launch
 from .page import shell, static_routes, wants_page
 
 MCP_PATH = "/mcp"
@@ -49,35 +52,50 @@ log = logging.getLogger("docdex.server")
 _encode = msgspec.json.Encoder().encode
 
 
-def http_routes(docs: Docs, token_required: bool) -> list[Route]:
+def http_routes(docs: Docs, token_required: bool, url_only: str = "") -> list[Route]:
+    """The routes over `docs`; `url_only`: the address a client that takes only a URL is
+    given (OAuth's resource, PUBLIC_URL/mcp; "" without OAuth)."""
+
     def base(request: Request) -> str:
         return str(request.base_url).rstrip("/")
+
+    def mine(request: Request) -> Docs:
+        return docs.for_caller(limit_in(request.scope))
 
     async def index(request: Request) -> Response:
         if wants_page(request):
             return shell(request)
         return await clients_text(request)
 
+    def launch(request: Request) -> Launch:
+        """This server's own paths, for whoever may read the index; the documentation's
+        examples for a caller without the token (the text is open: it names no file)."""
+        if token_required and not is_authorized(request.scope):
+            return EXAMPLE_LAUNCH
+        return served_launch(docs.data.root)
+
     async def clients_text(request: Request) -> Response:
-        return PlainTextResponse(index_page(base(request), token_required))
+        text = index_page(base(request), token_required, launch(request), url_only)
+        return PlainTextResponse(text)
 
     async def clients(request: Request) -> Response:
-        return _json(200, configs_json(f"{base(request)}{MCP_PATH}", token_required))
+        mcp_url = f"{base(request)}{MCP_PATH}"
+        return _json(200, configs_json(mcp_url, token_required, launch(request), url_only))
 
     async def health(request: Request) -> Response:
-        status, body = docs.health()
+        status, body = mine(request).health()
         if token_required and not is_authorized(request.scope):
             body = {"status": body["status"]}  # up or not; the details need the token
         return _json(status, body)
 
     async def api_search(request: Request) -> Response:
-        return await _api_search(docs, request)
+        return await _api_search(mine(request), request)
 
     async def api_sources(request: Request) -> Response:
-        return await _answer(docs.list_sources)
+        return await _answer(mine(request).list_sources)
 
     async def api_page(request: Request) -> Response:
-        return await _answer(docs.page_view, request.query_params.get("doc_id", ""))
+        return await _answer(mine(request).page_view, request.query_params.get("doc_id", ""))
 
     return [
         Route("/", index, methods=["GET"]),
@@ -129,12 +147,19 @@ def _json(status: int, body: Any) -> Response:
     return Response(_encode(body), status_code=status, media_type="application/json")
 
 
-def index_page(base: str, token_required: bool) -> str:
+def index_page(
+    base: str, token_required: bool, launch: Launch = EXAMPLE_LAUNCH, url_only: str = ""
+) -> str:
     """The text at `/clients.txt` (and `/` for anything but a browser): the MCP endpoint, the
     tools, and each client's configuration for this server (server/http/clients.py;
-    docs/clients.md explains them)."""
+    docs/clients.md explains them), its stdio entries launching `launch`."""
     mcp_url = f"{base}{MCP_PATH}"
     auth = "Requests to /mcp and /api need 'Authorization: Bearer <DOCDEX_TOKEN>'.\n"
+    paths = (
+        "put in your paths"
+        if launch.has_placeholders
+        else "these are this server's paths, for a client on its machine"
+    )
     return f"""docdex: documentation search for AI agents, over MCP.
 
 MCP endpoint (streamable HTTP): {mcp_url}
@@ -142,6 +167,6 @@ Tools: search_docs, query_docs, get_document, list_sources, reindex
 Also: {base}/ in a browser (the search page), {base}/health (status),
 {base}/api/search?q=...&n=10 (same JSON as search_docs)
 {auth if token_required else ""}
-Client configurations (stdio: the client starts docdex on its own machine; put in your paths):
+Client configurations (stdio: the client starts docdex on its own machine; {paths}):
 
-{configs_text(mcp_url, token_required)}"""
+{configs_text(mcp_url, token_required, launch, url_only)}"""

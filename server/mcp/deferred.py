@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,9 @@ log = logging.getLogger("docdex.server")
 BuildMCP = Callable[[], "tuple[MCPServer, ASGIApp]"]
 
 BUILD_GRACE_S = 0.25
+# Held by whoever imports the SDK in a thread (this build, the OAuth routes'): two threads
+# importing its circular packages at once can deadlock in the import system.
+SDK_IMPORT = threading.Lock()
 
 
 class DeferredMCP:
@@ -72,7 +76,7 @@ class DeferredMCP:
             self._ready.set()
             return
         try:
-            mcp, app = await asyncio.to_thread(self._build)
+            mcp, app = await asyncio.to_thread(self._locked_build)
         except Exception as exc:  # an SDK that cannot load: /mcp says so, the rest serves
             log.exception("the MCP endpoint could not be built")
             self._error = f"the MCP endpoint could not be built: {exc}"
@@ -83,6 +87,10 @@ class DeferredMCP:
             self._ready.set()
             self._on_ready()
             await self._stopping.wait()
+
+    def _locked_build(self) -> tuple[MCPServer, ASGIApp]:
+        with SDK_IMPORT:
+            return self._build()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":

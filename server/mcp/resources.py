@@ -6,6 +6,9 @@
   served version.
 - Connecting (`initialize`, or `server/discover`) answers with instructions built from the
   index at that moment.
+
+Each answers as the request's caller sees the index (caller.py): a token limited to some
+sources lists, reads and is told of those only.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from docdex.server.answers.paging import RESOURCE_PAGE
 from docdex.server.engine import RESOURCE_TEMPLATE
 from docdex.server.versions import NoVersion
 
+from .caller import Caller
+
 log = logging.getLogger("docdex.server")
 
 MARKDOWN = "text/markdown"
@@ -39,7 +44,7 @@ PAGE_DESCRIPTION = (
 )
 
 
-def add_resources(mcp: MCPServer, docs: Docs) -> None:
+def add_resources(mcp: MCPServer, caller: Caller) -> None:
     @mcp.resource(
         RESOURCE_TEMPLATE,
         name="page",
@@ -48,15 +53,16 @@ def add_resources(mcp: MCPServer, docs: Docs) -> None:
         mime_type=MARKDOWN,
     )
     async def page(source: str, path: str) -> str:
-        return await anyio.to_thread.run_sync(_read_page, docs, source, path)
+        return await anyio.to_thread.run_sync(_read_page, caller(), source, path)
 
     async def follow_index(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
         if ctx.method == "resources/list":
-            listed = await anyio.to_thread.run_sync(_list_pages, docs, ctx.params)
+            listed = await anyio.to_thread.run_sync(_list_pages, caller(), ctx.params)
             return _for_version(listed, ctx.protocol_version)
         result = await call_next(ctx)
         if ctx.method in CONNECTING and isinstance(result, dict):
-            return _with_instructions(result, await anyio.to_thread.run_sync(docs.instructions))
+            instructions = await anyio.to_thread.run_sync(caller().instructions)
+            return _with_instructions(result, instructions)
         return result
 
     mcp.middleware.append(follow_index)

@@ -31,7 +31,7 @@ from docdex.server.boot import Boot, open_docs
 from .envelope import Refusal, refusal
 
 if TYPE_CHECKING:
-    from docdex.model.embedder import Embedder
+    from docdex.model.protocol import TextEmbedder as Embedder
 
 
 def serve_stdio(data: DataDir, model: Future[Embedder] | None = None) -> int:

@@ -24,10 +24,12 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 from docdex.errors import DocdexError
 from docdex.server.answers.budget import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS
 from docdex.server.answers.docs import Docs
+from docdex.server.answers.instructions import USAGE
 from docdex.server.answers.shapes import Document, PageList, ReindexReceipt, SourceList
 from docdex.server.answers.validation import MAX_LIMIT
 from docdex.server.engine import MAX_RESULTS, Hit, SearchResult
 
+from .caller import Caller
 from .protocol import keep_to_the_protocol
 from .resources import MARKDOWN, add_resources
 
@@ -70,10 +72,13 @@ SEARCH_DESCRIPTION = (
     "is in: keywords, an identifier, an error message or code, or a short question. Each "
     "result cites where it comes from: source, path, start_line-end_line of the file at "
     "commit, and the heading breadcrumb; `text` is the raw markdown of those lines: the "
-    "matching chunk (chunk_start_line-chunk_end_line), widened when it fits to its whole "
-    "section (context='section', the section context_heading names) or to the chunks beside "
-    "it (context='neighbours'). Cite results as path:start_line-end_line. Fetch the whole "
-    "page with get_document(doc_id), or one section with get_document(chunk_id); a hit with "
+    "matching chunk, widened when it fits to the whole section its heading names "
+    "(context='section') or to the chunks beside it in that section (context='neighbours'; "
+    "the chunk's own lines are then chunk_start_line-chunk_end_line). "
+    "Fields at their default "
+    "('', false, 0) are left out. Cite results as path:start_line-end_line. Fetch one section "
+    "with get_document(chunk_id), or the whole page with get_document of the chunk_id up to "
+    "its '#' (source:path); a hit with "
     "truncated=true was cut to keep the answer within max_chars, and get_document(chunk_id) "
     "has all of it. low_confidence=true means nothing matched well: rephrase or use other "
     "terms rather than trusting the results. Optional filters: source (a name from "
@@ -106,9 +111,9 @@ SOURCES_DESCRIPTION = (
     "and its last indexing error."
 )
 REINDEX_DESCRIPTION = (
-    "Ask the indexer to re-read a source (or every source when source is empty) from its git "
-    "repository now. Files a request and returns its id; the index changes when the indexer "
-    "publishes the new version, usually within seconds."
+    "Ask the indexer to re-read a source (or every source you may read when source is empty) "
+    "from its git repository now. Files a request and returns its id; the index changes when "
+    "the indexer publishes the new version, usually within seconds."
 )
 
 _READ_ONLY = ToolAnnotations(
@@ -147,12 +152,17 @@ def argument_errors(tool: str, error: ValidationError) -> str:
 
 def build_mcp(docs: Docs) -> MCPServer:
     """The MCP server with every tool registered (in the order list_tools shows them), the
-    pages as resources, and instructions that follow the index."""
-    mcp = DocdexMCP("docdex", instructions=docs.instructions(), version=package_version("docdex"))
-    _add_search_tools(mcp, docs)
-    _add_document_tools(mcp, docs)
-    _add_reindex_tool(mcp, docs)
-    add_resources(mcp, docs)
+    pages as resources, and instructions that follow the index. Every request is answered
+    as its caller sees the index (caller.py): the tools get the caller's `Docs`, never
+    `docs` itself. The instructions given here name no source: each connection gets its
+    caller's (resources.py)."""
+    caller = Caller(docs)
+    mcp = DocdexMCP("docdex", instructions=USAGE, version=package_version("docdex"))
+    mcp.middleware.insert(0, caller.middleware)  # outermost: before anything reads `caller`
+    _add_search_tools(mcp, caller)
+    _add_document_tools(mcp, caller)
+    _add_reindex_tool(mcp, caller)
+    add_resources(mcp, caller)
     keep_to_the_protocol(mcp)
     return mcp
 
@@ -162,7 +172,7 @@ REF_ARGUMENT = "a branch or tag the source indexes ('' = each source's default)"
 TAGS_ARGUMENT = "only pages with any of these front matter tags or keywords"
 
 
-def _add_search_tools(mcp: MCPServer, docs: Docs) -> None:
+def _add_search_tools(mcp: MCPServer, caller: Caller) -> None:
     def search_docs(
         query: Annotated[str, Field(description="what to look for, in English")],
         num_results: Annotated[int, Field(description=f"1-{MAX_RESULTS}")] = 10,
@@ -176,7 +186,7 @@ def _add_search_tools(mcp: MCPServer, docs: Docs) -> None:
     ) -> Annotated[CallToolResult, pydantic_model(SearchResult)]:
         return _answer(
             "search_docs",
-            lambda: docs.search(query, num_results, source, path_prefix, max_chars, ref, tags),
+            lambda: caller().search(query, num_results, source, path_prefix, max_chars, ref, tags),
             links=_page_links,
         )
 
@@ -192,7 +202,7 @@ def _add_search_tools(mcp: MCPServer, docs: Docs) -> None:
     ) -> Annotated[CallToolResult, pydantic_model(PageList)]:
         return _answer(
             "query_docs",
-            lambda: docs.query_docs(
+            lambda: caller().query_docs(
                 source,
                 file_path_contains,
                 title_contains,
@@ -208,7 +218,7 @@ def _add_search_tools(mcp: MCPServer, docs: Docs) -> None:
     mcp.add_tool(query_docs, description=QUERY_DESCRIPTION, annotations=_READ_ONLY)
 
 
-def _add_document_tools(mcp: MCPServer, docs: Docs) -> None:
+def _add_document_tools(mcp: MCPServer, caller: Caller) -> None:
     def get_document(
         doc_id: Annotated[str, Field(description="SOURCE:PATH or SOURCE:PATH#chunkN")],
         start_line: Annotated[int, Field(description="first file line (0 = the start)")] = 0,
@@ -221,21 +231,21 @@ def _add_document_tools(mcp: MCPServer, docs: Docs) -> None:
     ) -> Annotated[CallToolResult, pydantic_model(Document)]:
         return _answer(
             "get_document",
-            lambda: docs.get_document(doc_id, start_line, end_line, cursor, max_chars, ref),
+            lambda: caller().get_document(doc_id, start_line, end_line, cursor, max_chars, ref),
         )
 
     def list_sources() -> Annotated[CallToolResult, pydantic_model(SourceList)]:
-        return _answer("list_sources", docs.list_sources)
+        return _answer("list_sources", lambda: caller().list_sources())
 
     mcp.add_tool(get_document, description=GET_DESCRIPTION, annotations=_READ_ONLY)
     mcp.add_tool(list_sources, description=SOURCES_DESCRIPTION, annotations=_READ_ONLY)
 
 
-def _add_reindex_tool(mcp: MCPServer, docs: Docs) -> None:
+def _add_reindex_tool(mcp: MCPServer, caller: Caller) -> None:
     def reindex(
         source: Annotated[str, Field(description="source name ('' = every source)")] = "",
     ) -> Annotated[CallToolResult, pydantic_model(ReindexReceipt)]:
-        return _answer("reindex", lambda: docs.reindex(source))
+        return _answer("reindex", lambda: caller().reindex(source))
 
     mcp.add_tool(reindex, description=REINDEX_DESCRIPTION, annotations=_FILES_A_REQUEST)
 

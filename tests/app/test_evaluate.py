@@ -22,12 +22,14 @@ from docdex.evaluation.scoring import (
     score_query,
 )
 from docdex.evaluation.tables import format_table
-from docdex.index_format.config import Config, SourceConfig
+from docdex.index_format.config import Config, Settings, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
+from docdex.index_format.models import OnnxEmbedder
 from docdex.indexer.build.run import index_sources
 from docdex.server.engine import DEFAULT_SETTINGS, Engine, EngineSettings, Fusion
 
 from bench.ranking import sweep
+from exports import export_dir
 from gitrepo import Workspace
 
 
@@ -210,6 +212,7 @@ def small(tmp_path_factory, embedder):
     data = DataDir(root / "data")
     config = Config(sources=[SourceConfig(name="kb", location=str(ws.bare))])
     index_sources(data, config, embedder=embedder)
+    save_config(data, config)
     queries = root / "queries.jsonl"
     queries.write_text("\n".join(json.dumps(x) for x in QUERIES) + "\n")
     return data, queries
@@ -284,6 +287,29 @@ def test_baselines_refuse_a_dump(small, capsys, tmp_path):
     dump = str(tmp_path / "d.jsonl")
     assert run_eval_command(str(data.root), str(queries), "kb", 3, False, dump, baselines=True) == 2
     assert "--dump" in capsys.readouterr().err
+
+
+def test_two_models_scored_side_by_side(small, capsys, tmp_path):
+    """`--against`: the same queries on another data directory's index, built with another
+    embedder (the shipped model laid out as an ONNX export: another identity)."""
+    data, queries = small
+    other = DataDir(tmp_path / "other")
+    model = OnnxEmbedder(path=str(export_dir(tmp_path / "export")))
+    config = load_config(data)
+    index_sources(
+        other, msgspec.structs.replace(config, settings=Settings(embedder="x"), models={"x": model})
+    )
+    args = (str(data.root), str(queries), "kb", 3)
+    assert run_eval_command(*args, True, None, against=str(other.root)) == 0
+    first, second = json.loads(capsys.readouterr().out)
+    assert first["name"].startswith("all-MiniLM-L6-v2") and first["name"].endswith("(data)")
+    assert second["name"].startswith("onnx:") and second["name"].endswith("(other)")
+    assert first["report"]["queries"] == second["report"]["queries"] == len(QUERIES)
+    assert run_eval_command(*args, False, None, against=str(other.root)) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("class"))
+    assert "(data)" in header and "(other)" in header
+    assert run_eval_command(*args, False, None, baselines=True, against=str(other.root)) == 2
+    assert run_eval_command(*args, False, None, against=str(tmp_path / "nowhere")) == 2
 
 
 def test_the_fusion_sweep_scores_as_eval_does(small, embedder):

@@ -31,9 +31,11 @@ from docdex.server.http.clients import (
     SERVER_NAME,
     VSCODE,
     ClientConfig,
+    Launch,
     all_configs,
     claude_add_http,
     claude_add_stdio,
+    served_launch,
 )
 from docdex.server.http.routes import MCP_PATH, index_page
 from docdex.serverproc import ServeProcess
@@ -217,7 +219,7 @@ def assert_searches(answer: tuple[set[str], Any]) -> None:
     assert names == TOOLS
     assert not result.is_error, result
     hits = result.structured_content["results"]
-    assert hits[0]["doc_id"] == "docs:faq.md" and "E1234" in hits[0]["text"]
+    assert hits[0]["chunk_id"].startswith("docs:faq.md#") and "E1234" in hits[0]["text"]
 
 
 def refusals(entry: dict) -> set[int]:
@@ -369,6 +371,41 @@ def test_the_index_page_serves_the_entries_for_this_server(served):
         if config.transport == "http":
             assert_searches(over_http(resolved_entry(config, machine)))
     assert_commands_store_the_entries(claude_command_lines(text), shown, machine)
+
+
+def test_with_the_token_the_index_page_names_this_servers_own_paths(served):
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    text = http(f"{served.server.url}/clients.txt", auth).body.decode()
+    own = Launch(str(DOCDEX), str(served.data.root.absolute()))
+    assert "/path/to" not in text and "these are this server's paths" in text
+    shown = page_configs(text)
+    assert shown == all_configs(served.server.mcp_url, True, own)
+    for config in shown:
+        if config.transport == "stdio":  # launched as shown: nothing to fill in
+            entry = config.config[config.client.servers_key][SERVER_NAME]
+            assert_searches(over_stdio(entry))
+            break
+    assert claude_command_lines(text)[1] == claude_add_stdio(own)
+
+
+def test_the_connect_panel_gets_this_servers_paths_and_says_so(served):
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    body = http(f"{served.server.url}/api/clients", auth).json()
+    own = str(DOCDEX), str(served.data.root.absolute())
+    assert body["launch"] == {"executable": own[0], "data_dir": own[1], "example": False}
+    stdio = [json.loads(c["text"]) for c in body["configs"] if c["transport"] == "stdio"]
+    entries = [config[next(iter(config))][SERVER_NAME] for config in stdio]
+    assert entries and all(e["command"] == own[0] and e["args"][1] == own[1] for e in entries)
+
+
+def test_served_launch_is_the_venvs_docdex_and_an_absolute_data_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    launch = served_launch(Path("data"))
+    assert launch == Launch(str(DOCDEX), str(tmp_path / "data"))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python"))  # no docdex beside
+    monkeypatch.setenv("PATH", str(tmp_path))  # nor on the PATH
+    assert served_launch(tmp_path).has_placeholders
+    assert not launch.has_placeholders and EXAMPLE_LAUNCH.has_placeholders
 
 
 def test_without_a_token_the_index_page_has_no_header_or_prompt():

@@ -8,9 +8,11 @@ One server and one browser for the module. Screenshots go to bench/results/scree
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +27,7 @@ from docdex.indexer.build.run import index_sources
 from docdex.server.answers.pageview import page_view
 from docdex.server.answers.render import Where, link_target, render_markdown
 from docdex.server.engine import Engine
+from docdex.server.http.oauth.store import OAuthStore
 from docdex.server.http.page import CONTENT_SECURITY_POLICY, page_bytes
 from docdex.serverproc import ServeProcess
 
@@ -43,6 +46,10 @@ if not Path(CHROMIUM).exists():
 SHOTS = Path(os.environ.get("DOCDEX_SCREENSHOTS", ROOT / "bench" / "results" / "screenshots"))
 TOKEN = "web-test-token-0123456789abcdef"
 TIMEOUT_MS = 15_000
+TIME_ZONE = "Asia/Kolkata"  # UTC+05:30: a time shown unconverted would be off by a half hour
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 800}
+DOCDEX = Path(sys.executable).absolute().with_name("docdex")  # what the server runs from
 
 XSS = """---
 title: "Payloads <img src=x onerror=\\"window.__pwned='title'\\">"
@@ -150,6 +157,41 @@ def index_all(data: DataDir, embedder) -> None:
     assert report.published, report
 
 
+RUNBOOK_TOPICS = [
+    "Paging rotation",
+    "Snapshot restore",
+    "Backup bucket layout",
+    "Certificate renewal",
+    "Disk pressure",
+    "Log shipping",
+    "Database failover",
+    "Load balancer drain",
+    "Cache warmup",
+    "Queue backlog",
+    "DNS changes",
+    "Firewall rules",
+    "Kernel updates",
+    "Incident review",
+    "Capacity planning",
+    "Cost report",
+]
+RUNBOOK = (
+    "# Operations runbook\n\nWhat the on-call engineer does, step by step.\n\n"
+    "| step | command | who | when | notes |\n|---|---|---|---|---|\n"
+    "| restore | `docdex index --full --json` | on-call engineer | after a disk failure |"
+    " keep the old data directory until the new one serves |\n\n"
+    "```sh\ndocdex --data /srv/docdex-data/a/rather/long/path/to/the/data/directory index --full\n"
+    "```\n\n"
+    + "".join(
+        f"## {topic}\n\nThe {topic.lower()} procedure, first step: check the dashboards and "
+        f"write down what you see.\n\nSecond step of {topic.lower()}: act, then tell the "
+        "channel what changed and when.\n\nThird step: close the ticket.\n\n"
+        for topic in RUNBOOK_TOPICS
+    )
+    + "## Snapshot restore checks\n\nAfter a snapshot restore from the backup bucket, "
+    "compare the restored snapshot with the backup bucket listing.\n\n"
+    "## Celebrations\n\nA quiet week on call earns a cake. ✅ 🔥\n"
+)
 RLO_PATH = "ops/report\u202efdp.md"  # a right-to-left override: "report" then "pdf.md" reversed
 RLO = "# Quarterly report\n\nThe zeppelin hangar budget for the quarter.\n"
 
@@ -160,7 +202,13 @@ def site(tmp_path_factory, embedder) -> Iterator[Site]:
     docs = build_workspace(root / "docs")
     notes = pushed_workspace(
         root / "notes",
-        {"xss.md": XSS, "ops/deploy.md": DEPLOY, "ops/callouts.md": CALLOUTS, RLO_PATH: RLO},
+        {
+            "xss.md": XSS,
+            "ops/deploy.md": DEPLOY,
+            "ops/callouts.md": CALLOUTS,
+            "ops/runbook.md": RUNBOOK,
+            RLO_PATH: RLO,
+        },
     )
     data = DataDir(root / "data")
     data.ensure()
@@ -173,14 +221,37 @@ def site(tmp_path_factory, embedder) -> Iterator[Site]:
         server.wait_serving()
         with playwright_api.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            context = browser.new_context(viewport={"width": 1100, "height": 800})
-            context.set_default_timeout(TIMEOUT_MS)
-            site = Site(data, server, docs, browser, context)
-            first = sign_in(open_tab(context), site, remember=True).page
-            first.wait_for_selector("#search:not([hidden])")
-            first.close()
-            yield site
+            context = signed_in_context(
+                browser, server.url, viewport={"width": 1100, "height": 800}
+            )
+            yield Site(data, server, docs, browser, context)
             browser.close()
+
+
+def signed_in_context(browser, url: str, **options):
+    """A browser context in TIME_ZONE that may use the clipboard, signed in with "remember"
+    (its pages share the token)."""
+    context = browser.new_context(timezone_id=TIME_ZONE, **options)
+    context.set_default_timeout(TIMEOUT_MS)
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=url)
+    page = context.new_page()
+    page.goto(url + "/")
+    page.fill("#token", TOKEN)
+    page.check("#remember")
+    page.click("#signin-form button[type=submit]")
+    page.wait_for_selector("#search:not([hidden])")
+    page.close()
+    return context
+
+
+@pytest.fixture(scope="module")
+def phone_context(site) -> Iterator[object]:
+    """A phone: 390 px wide, touch, no hover."""
+    context = signed_in_context(
+        site.browser, site.server.url, viewport=PHONE, is_mobile=True, has_touch=True
+    )
+    yield context
+    context.close()
 
 
 def open_tab(context) -> Tab:
@@ -210,6 +281,19 @@ def tab(site) -> Iterator[Tab]:
     tab.page.close()
 
 
+@pytest.fixture(params=["phone", "desktop"])
+def sized(request, site, phone_context) -> Iterator[Tab]:
+    """A tab at 390 x 844 on a touch screen, then at 1280 x 800 with a mouse."""
+    if request.param == "phone":
+        tab = open_tab(phone_context)
+    else:
+        tab = open_tab(site.context)
+        tab.page.set_viewport_size(DESKTOP)
+    yield tab
+    assert tab.errors == [], tab.errors
+    tab.page.close()
+
+
 def search(tab: Tab, site: Site, query: str, path: str = "/") -> list:
     page = tab.page
     if not page.url.startswith(site.url()):
@@ -225,6 +309,8 @@ def hit_fields(page) -> list[dict]:
     return page.eval_on_selector_all(
         "#results .hit",
         """hits => hits.map(h => ({
+            doc: h.dataset.doc,
+            page_title: h.querySelector('.hit-page')?.textContent ?? '',
             title: h.querySelector('.hit-title').textContent,
             crumb: h.querySelector('.crumb')?.textContent ?? '',
             where: h.querySelector('.where').textContent,
@@ -244,6 +330,18 @@ def until(page, expression: str) -> None:
 
 def shoot(page, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
+
+
+def width(tab: Tab) -> str:
+    return "phone" if tab.page.viewport_size["width"] == PHONE["width"] else "desktop"
+
+
+def assert_no_sideways_scroll(page) -> None:
+    """The document is no wider than the window: nothing is cut off at its right edge."""
+    sizes = page.evaluate(
+        "(e => ({scroll: e.scrollWidth, client: e.clientWidth}))(document.documentElement)"
+    )
+    assert sizes["scroll"] <= sizes["client"], sizes
 
 
 # --- the renderer, on its own --------------------------------------------------------------
@@ -355,7 +453,7 @@ def test_every_response_carries_the_security_headers(site):
 # --- search ----------------------------------------------------------------------------------
 
 
-def test_typing_shows_hits_with_path_lines_commit_and_date(site, tab):
+def test_typing_shows_hits_with_path_lines_source_and_date(site, tab):
     hits = search(tab, site, "error E1234")
     assert hits
     top = hit_fields(tab.page)[0]
@@ -364,7 +462,7 @@ def test_typing_shows_hits_with_path_lines_commit_and_date(site, tab):
     assert path == "faq.md" and "E1234" in "\n".join(
         FAQ_E1234.split("\n")[int(start) - 1 : int(end)]
     )
-    assert re.search(r"· docs · [0-9a-f]{7} · \d{4}-\d{2}-\d{2}$", top["meta"]), top["meta"]
+    assert re.search(r"· docs · \d{4}-\d{2}-\d{2}$", top["meta"]), top["meta"]
     assert top["marks"] == ["error", "E1234"]  # every word of the query, where it stands
     assert "q=error+E1234" in tab.page.url
     assert "No good match" not in tab.page.text_content("#summary")
@@ -388,12 +486,14 @@ def test_a_query_with_no_good_match_says_so(site, tab):
 
 def test_filters_by_source_and_path_prefix(site, tab):
     search(tab, site, "deploy port token")
-    sources = {h["meta"].split(" · ")[1] for h in hit_fields(tab.page)}
+    sources = {h["doc"].partition(":")[0] for h in hit_fields(tab.page)}
     assert sources == {"docs", "notes"}
     tab.page.select_option("#source", "notes")
     until(tab.page, "location.search.includes('source=notes')")
-    metas = "[...document.querySelectorAll('#results .meta')].map(m => m.textContent)"
-    until(tab.page, f"{metas}.every(m => m.includes(' notes '))")
+    docs = "[...document.querySelectorAll('#results .hit')].map(h => h.dataset.doc)"
+    until(tab.page, f"{docs}.every(d => d.startsWith('notes:'))")
+    pages = tab.page.evaluate("document.getElementById('q').placeholder")
+    assert re.fullmatch(r"Search \d+ pages in notes", pages), pages
     tab.page.select_option("#source", "")
     tab.page.fill("#path", "reference/")
     until(tab.page, "location.search.includes('path=reference')")
@@ -476,7 +576,8 @@ def test_a_page_renders_tables_code_anchors_and_links(site, tab):
     tab.page.wait_for_selector('#page-body[data-doc="notes:xss.md"]')
     assert "doc=notes%3Axss.md#doc-markdown-links" in tab.page.url
     top = "document.getElementById('doc-markdown-links').getBoundingClientRect().top"
-    assert -2 < tab.page.evaluate(top) < 50  # scrolled to the anchor
+    header = tab.page.evaluate("document.querySelector('.top').getBoundingClientRect().bottom")
+    assert header - 2 < tab.page.evaluate(top) < header + 50  # scrolled to it, below the header
 
 
 def test_a_page_renders_callouts_styled_and_details_that_fold(site, tab):
@@ -583,6 +684,34 @@ def test_the_token_is_asked_once_refused_when_wrong_and_kept_out_of_urls(site):
         context.close()
 
 
+def test_a_token_limited_to_one_source_shows_that_source_alone(site):
+    """A named token that reads "docs" only: the page's source filter, its searches and its
+    status hold nothing of "notes" (they read /api and /health, which answer it alone)."""
+    store = OAuthStore(site.data.state)
+    limited = store.add_static("page-reader", ["docdex:read"], ["docs"])
+    context = site.browser.new_context()
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        tab = open_tab(context)
+        page = tab.page
+        sign_in(tab, site, token=limited)
+        page.wait_for_selector("#search:not([hidden])")
+        options = "[...document.querySelectorAll('#source option')].map(o => o.value)"
+        until(page, f"{options}.length > 1")
+        assert page.evaluate(options) == ["", "docs"]
+        search(tab, site, "zeppelin hangar budget")  # words only a page of notes holds
+        assert all(hit["doc"].startswith("docs:") for hit in hit_fields(page))
+        page.goto(site.url("/?view=status"))
+        page.wait_for_selector("table.sources")
+        rows = "[...document.querySelectorAll('table.sources tbody th')].map(t => t.textContent)"
+        assert page.evaluate(rows) == ["docs"]
+        assert "zeppelin" not in page.text_content("main").lower()
+        assert tab.errors == []
+    finally:
+        context.close()
+        store.revoke_client("page-reader")
+
+
 # --- status ----------------------------------------------------------------------------------
 
 
@@ -602,6 +731,15 @@ def test_status_shows_the_new_commit_after_a_push(site, tab, embedder):
     metrics.write_last_failure(
         site.data, metrics.IngestionFailure(failed_at="2026-01-02T04:00:00Z", error="disk full")
     )
+    old_run = metrics.IngestionMetrics(
+        completed_at="2026-01-02T03:00:00Z",
+        duration_s=1.5,
+        rss_at_end_mb=100.0,
+        chunks_embedded=3,
+        version=before["index_version"],
+        sources=["docs"],
+    )
+    metrics.write_last_ingestion(site.data, old_run)  # a run whose version is no longer served
     try:
         wait_for(
             lambda: site.server.health()["sources"]["docs"]["commit"] == new, what="new version"
@@ -610,10 +748,16 @@ def test_status_shows_the_new_commit_after_a_push(site, tab, embedder):
         page.wait_for_selector(f"table.sources .commit:text-is('{new[:7]}')")
         text = page.text_content("#status-body")
         assert f"Serving index version {before['index_version'] + 1}" in text
-        assert "Last failure: 2026-01-02 04:00 UTC" in text and "disk full" in text
+        assert "Last failure: 2026-01-02 09:30 (" in text and "disk full" in text  # in TIME_ZONE
+        utc = "#status-body p.error time[datetime='2026-01-02T04:00:00.000Z']"
+        assert page.get_attribute(utc, "title") == "2026-01-02 04:00 UTC"
+        old, new = before["index_version"], before["index_version"] + 1
+        assert "Last indexing run (docs): finished 2026-01-02 08:30 (" in text, text
+        assert f"published version {old}; version {new} is served." in text, text
         shoot(page, "status-after-push")
     finally:
         metrics.last_failure_path(site.data).unlink()
+        metrics.last_ingestion_path(site.data).unlink()
 
 
 # --- accessibility and the dark theme -----------------------------------------------------------
@@ -646,3 +790,173 @@ def test_axe_finds_no_violation(site, tab, scheme):
         assert results.violations_count == 0, f"{name}, {scheme}:\n{results.generate_report()}"
         shoot(page, f"{name}-{scheme}")
     assert [m for m in tab.console if "401" not in m] == []
+
+
+# --- everyday use, on a phone and on a desktop -----------------------------------------------
+
+
+def test_the_empty_page_says_what_is_indexed_and_how_fresh(site, sized):
+    page = sized.page
+    page.goto(site.url("/"))
+    page.wait_for_selector("#overview:not([hidden]) .source-list")
+    health = site.server.health()
+    pages = sum(s["files"] for s in health["sources"].values())
+    lead = page.text_content("#overview .lead")
+    assert re.fullmatch(
+        rf"{pages} pages in 2 sources, index version {health['index_version']}, published "
+        r"(just now|\d+ (minute|hour|day)s? ago)\.",
+        lead,
+    ), lead
+    listed = page.eval_on_selector_all("#overview li", "ls => ls.map(l => l.textContent)")
+    assert [item.split(" · ")[0] for item in listed] == ["docs", "notes"]
+    assert page.get_attribute("#q", "placeholder") == f"Search {pages} pages in 2 sources"
+    page.evaluate("document.activeElement.blur()")  # the box had the focus: no hint needed
+    hint = page.evaluate("getComputedStyle(document.querySelector('.key-hint')).display")
+    assert (hint == "none") == (width(sized) == "phone")  # no `/` to press on a touch screen
+    assert_no_sideways_scroll(page)
+    shoot(page, f"{width(sized)}-empty")
+
+
+def test_results_fit_the_width_with_dates_on_one_line(site, sized):
+    page = sized.page
+    search(sized, site, "deploy port token")
+    assert_no_sideways_scroll(page)
+    lines = page.eval_on_selector_all(
+        "#results .meta time", "ts => ts.map(t => [t.textContent, t.getClientRects().length])"
+    )
+    assert lines and all(count == 1 for _, count in lines), lines  # never "2026-/12-01"
+    seen = "hs => hs.filter(h => h.getBoundingClientRect().bottom <= innerHeight).length"
+    above_fold = page.eval_on_selector_all("#results .hit", seen)
+    assert above_fold >= 3, above_fold
+    shoot(page, f"{width(sized)}-results")
+
+
+def test_consecutive_hits_of_one_page_show_its_title_once(site, sized):
+    page = sized.page
+    search(sized, site, "snapshot restore from the backup bucket", "/?source=notes")
+    hits = hit_fields(page)
+    runs = [hits[0]]
+    for previous, hit in zip(hits, hits[1:], strict=False):
+        if hit["doc"] != previous["doc"]:
+            runs.append(hit)
+        else:  # the same page again: its section is the link, no title, no breadcrumb
+            assert hit["page_title"] == "" and hit["crumb"] == "", hit
+            assert hit["title"] not in ("", "Operations runbook"), hit
+    assert len(runs) < len(hits), [h["doc"] for h in hits]  # some page did come twice in a row
+    assert all(h["page_title"] for h in runs), runs
+    assert page.eval_on_selector_all("#results .hit-page", "ts => ts.length") == len(runs)
+    assert_no_sideways_scroll(page)
+    shoot(page, f"{width(sized)}-grouped")
+
+
+def test_a_long_page_keeps_the_search_box_in_view(site, sized):
+    page = sized.page
+    page.goto(site.url("/?doc=notes%3Aops%2Frunbook.md&q=runbook"))
+    page.wait_for_selector('#page-body[data-doc="notes:ops/runbook.md"]')
+    assert_no_sideways_scroll(page)  # its wide table and long code line scroll inside
+    gutter = page.evaluate(
+        "parseFloat(getComputedStyle(document.getElementById('page-body')).paddingLeft)"
+    )
+    assert gutter <= (32 if width(sized) == "phone" else 60), gutter
+    shoot(page, f"{width(sized)}-page")
+    page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+    until(page, "window.scrollY > 2 * innerHeight")  # a long page, scrolled far down
+    box = page.eval_on_selector("#q", "q => q.getBoundingClientRect().toJSON()")
+    assert box["top"] >= 0 and box["bottom"] <= 120, box
+    topmost = "document.elementFromPoint({x}, {y}).id".format(
+        x=box["x"] + box["width"] / 2, y=box["y"] + box["height"] / 2
+    )
+    assert page.evaluate(topmost) == "q"  # the box itself, not a page block over it
+    shoot(page, f"{width(sized)}-page-scrolled")
+    page.click("#q")
+    page.fill("#q", "")
+    page.keyboard.type("certificate renewal", delay=20)
+    page.wait_for_selector('#results[data-query="certificate renewal"]', state="attached")
+    assert page.is_visible("#search") and "q=certificate+renewal" in page.url
+
+
+def copy_labels(page, button):
+    """A reader of the text and class `button` showed first after it changed (the "Copied"
+    state lasts COPIED_MS: a slow machine could look too late)."""
+    page.evaluate(
+        """b => { window.__copyLabel = null;
+            new MutationObserver(() => { window.__copyLabel ??= [b.textContent, b.className]; })
+                .observe(b, {childList: true, characterData: true, subtree: true}); }""",
+        button,
+    )
+    return lambda: page.evaluate("window.__copyLabel")
+
+
+def test_connect_shows_this_servers_paths_and_copies_them(site, sized):
+    page = sized.page
+    page.goto(site.url("/?view=connect"))
+    page.wait_for_selector("#connect-body .code pre")
+    text = page.text_content("#connect-body")
+    assert "/path/to" not in text
+    assert str(DOCDEX) in text and str(site.data.root.absolute()) in text
+    assert_no_sideways_scroll(page)
+    cut = page.eval_on_selector_all(
+        "#connect-body pre", "ps => ps.filter(p => p.scrollWidth > p.clientWidth).length"
+    )
+    assert cut == 0  # no code block cut off: long lines wrap
+    shoot(page, f"{width(sized)}-connect")
+    block = "#connect-body .code:has(pre code:text-matches('\"command\"')) >> nth=0"
+    button = page.query_selector(f"{block} >> button.copy")
+    labels = copy_labels(page, button)
+    button.click()
+    page.wait_for_selector("#announce:text-is('Copied to the clipboard.')", state="attached")
+    assert labels() == ["Copied", "copy copied"]  # what the button said, however briefly
+    copied = page.evaluate("navigator.clipboard.readText()")
+    entry = json.loads(copied)
+    (stdio,) = [s for s in entry.values() if "docdex" in s]
+    assert stdio["docdex"]["command"] == str(DOCDEX)
+    assert stdio["docdex"]["args"] == ["--data", str(site.data.root.absolute()), "mcp"]
+    assert copied == page.text_content(f"{block} >> pre")
+    shoot(page, f"{width(sized)}-connect-copied")
+
+
+def test_without_the_clipboard_api_copy_falls_back(site, tab):
+    page = tab.page
+    page.goto(site.url("/?view=connect"))
+    page.wait_for_selector("#connect-body .code pre")
+    expected = page.text_content("#connect-body .code pre >> nth=0")
+    page.evaluate("delete Navigator.prototype.clipboard")  # as on http:// from another machine
+    assert page.evaluate("navigator.clipboard === undefined")
+    button = page.query_selector("#connect-body .code button.copy")
+    labels = copy_labels(page, button)
+    button.click()
+    page.wait_for_selector("#announce:text-is('Copied to the clipboard.')", state="attached")
+    assert labels() == ["Copied", "copy copied"]
+    other = tab.page.context.new_page()  # this page has no Clipboard API left to read it with
+    try:
+        other.goto(site.url("/static/icon.svg"))
+        assert other.evaluate("navigator.clipboard.readText()") == expected
+    finally:
+        other.close()
+
+
+def test_status_fits_a_phone(site, phone_context):
+    tab = open_tab(phone_context)
+    try:
+        tab.page.goto(site.url("/?view=status"))
+        tab.page.wait_for_selector("table.sources")
+        assert_no_sideways_scroll(tab.page)
+        labels = tab.page.eval_on_selector_all(
+            "table.sources td", "ts => ts.map(t => getComputedStyle(t, '::before').content)"
+        )
+        assert '"Indexed commit: "' in labels  # one card per source, each value labelled
+        words = tab.page.text_content("#status-body")
+        assert re.search(r"Times are in Asia/(Kolkata|Calcutta) time, 24-hour", words), words
+        shoot(tab.page, "phone-status")
+        assert tab.errors == []
+    finally:
+        tab.page.close()
+
+
+def test_emoji_have_a_font_to_render_with(site, tab):
+    tab.page.goto(site.url("/?doc=notes%3Aops%2Frunbook.md"))
+    tab.page.wait_for_selector('#page-body[data-doc="notes:ops/runbook.md"]')
+    assert "✅ 🔥" in tab.page.text_content("#page-body")
+    for selector in ("body", "#page-body code"):
+        family = tab.page.eval_on_selector(selector, "e => getComputedStyle(e).fontFamily")
+        assert family.endswith('"Segoe UI Symbol", "Noto Color Emoji"'), (selector, family)

@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from docdex.index_format import metrics
 from docdex.index_format.config import Config, SourceConfig
 from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.index_format.store import (
@@ -90,6 +91,28 @@ def test_nothing_changed_publishes_nothing(tmp_path, ws, embedder):
     assert list_versions(data) == [1]
 
 
+def test_every_run_leaves_its_metrics_for_health(tmp_path, ws, embedder):
+    data = DataDir(tmp_path / "data")
+    config = make_config(ws)
+    first = run(data, config, embedder)
+    ingestion = metrics.read_last_ingestion(data)
+    assert ingestion is not None and (ingestion.version, ingestion.published) == (1, True)
+    assert ingestion.sources == ["docs"]
+    assert ingestion.chunks_embedded == first.sources[0].chunks_embedded > 0
+    run(data, config, embedder)
+    again = metrics.read_last_ingestion(data)
+    assert again is not None and (again.version, again.published, again.chunks_embedded) == (
+        1,
+        False,
+        0,
+    )
+    assert metrics.read_last_failure(data) is None
+    gone = Config(sources=[SourceConfig(name="docs", location=str(tmp_path / "missing"))])
+    run(data, gone, embedder)
+    failure = metrics.read_last_failure(data)
+    assert failure is not None and failure.source == "docs" and "missing" in failure.error
+
+
 def test_force_push_rewrites_history(tmp_path, ws, embedder):
     data = DataDir(tmp_path / "data")
     config = make_config(ws)
@@ -131,6 +154,23 @@ def test_a_source_holding_what_another_holds_copies_its_vectors(tmp_path, ws, em
     added = next(s for s in report.sources if s.name == "mirror")
     assert (added.status, added.added, added.chunks_embedded) == ("indexed", 2, 0)
     assert added.chunks_reused > 0 and report.windows_embedded == 0
+
+
+def test_a_watched_checkout_of_an_indexed_repository_embeds_nothing(tmp_path, ws, embedder):
+    data = DataDir(tmp_path / "data")
+    checkout = tmp_path / "checkout"
+    git(tmp_path, "clone", "-q", str(ws.bare), str(checkout))
+    run(data, make_config(ws), embedder)
+    both = Config(
+        sources=[
+            SourceConfig(name="docs", location=str(ws.bare)),
+            SourceConfig(name="local", location=str(checkout)),
+        ]
+    )
+    report = run(data, both, embedder, worktree=True)
+    local = next(s for s in report.sources if s.name == "local")
+    assert (local.status, local.added, local.chunks_embedded) == ("indexed", 2, 0)
+    assert local.commit.endswith("+worktree") and report.windows_embedded == 0
 
 
 def test_a_file_named_like_a_chunk_id_is_a_problem_not_a_page(tmp_path, ws, embedder):

@@ -265,7 +265,8 @@ def test_a_missing_page_is_an_invalid_resource(docs):
 def test_search_hits_link_their_pages(docs):
     result = run(docs, lambda c: c.call_tool("search_docs", {"query": "tide tables"}))
     links = [item for item in result.content if item.type == "resource_link"]
-    uris = list(dict.fromkeys(h["uri"] for h in result.structured_content["results"]))
+    hits = result.structured_content["results"]
+    uris = list(dict.fromkeys(f"docdex://{h['source']}/{h['path']}" for h in hits))
     assert [link.uri for link in links] == uris and "docdex://docs/tides.md" in uris
     assert all(link.mime_type == "text/markdown" for link in links)
 

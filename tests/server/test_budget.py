@@ -4,6 +4,7 @@ within `max_chars`, long hits are cut and say so, and the rest is one get_docume
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 
 import pytest
 from mcp import Client
@@ -14,9 +15,9 @@ from docdex.server.answers.budget import (
     FLOOR_CHARS,
     MAX_MAX_CHARS,
     cut,
-    within_budget,
 )
-from docdex.server.engine import Hit, SearchResult
+from docdex.server.answers.context import with_context
+from docdex.server.engine import Engine, Hit, SearchResult
 from docdex.server.mcp.tools import build_mcp
 
 from fixtures import FAQ, open_indexed_docs
@@ -24,13 +25,10 @@ from fixtures import FAQ, open_indexed_docs
 
 def hit(text: str, n: int = 0) -> Hit:
     return Hit(
-        doc_id=f"s:p{n}.md",
         chunk_id=f"s:p{n}.md#chunk0",
         source="s",
         path=f"p{n}.md",
-        uri=f"docdex://s/p{n}.md",
         title="T",
-        headings=["T"],
         heading="T",
         text=text,
         score=1.0,
@@ -39,6 +37,12 @@ def hit(text: str, n: int = 0) -> Hit:
         commit="",
         match="both",
     )
+
+
+def within_budget(result: SearchResult, max_chars: int) -> SearchResult:
+    """The budget alone: no widening (which would read pages), each hit a page of its own."""
+    no_engine = cast(Engine, None)
+    return with_context(no_engine, result, len(result.results), max_chars, 0, page_hits=0)
 
 
 def answer(*texts: str) -> SearchResult:

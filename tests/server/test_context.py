@@ -70,7 +70,7 @@ def lines_of(page: str, first: int, last: int) -> str:
 def test_a_one_line_hit_comes_with_its_section(docs):
     top = docs.search("ADD install.sh /opt/install.sh", num_results=3).results[0]
     assert top.path == "install.md" and top.context == "section"
-    assert top.context_heading == "Installing › Docker › Dockerfile"  # its whole section
+    assert top.heading == "Installing › Docker › Dockerfile"  # its whole section
     assert top.text.startswith("### Dockerfile") and "keeps the data directory" in top.text
     assert "Running it" not in top.text
     assert top.start_line <= top.chunk_start_line <= top.chunk_end_line <= top.end_line
@@ -84,14 +84,15 @@ def test_without_context_a_hit_is_its_chunk(docs):
         plain = with_context(engine, found, 3, 20_000, 0)
     top = plain.results[0]
     assert top.context == "" and "keeps the data directory" not in top.text
-    assert (top.start_line, top.end_line) == (top.chunk_start_line, top.chunk_end_line)
+    assert (top.start_line, top.end_line) == top.matched_lines
+    assert (top.chunk_start_line, top.chunk_end_line) == (0, 0)  # left out of the answer
 
 
 def test_a_section_too_long_gives_the_chunks_beside_the_hit(docs):
     with docs.holder.acquire() as engine:
         found = engine.search("Step 20 of the upgrade", 5, engine.scope(path_prefix="upgrade"))
         top = with_context(engine, found, 5, 20_000, 900).results[0]
-    assert top.context == "neighbours" and top.context_heading == "Upgrading › Steps"
+    assert top.context == "neighbours" and top.heading == "Upgrading › Steps"
     assert len(top.text) <= 900
     assert top.start_line <= top.chunk_start_line <= top.chunk_end_line <= top.end_line
     assert (top.start_line, top.end_line) != (top.chunk_start_line, top.chunk_end_line)
@@ -108,14 +109,14 @@ def test_a_hit_an_earlier_one_holds_is_folded_into_it(docs):
     assert len(hits) == 4  # ... and the next hits took their places
     for n, hit in enumerate(hits):
         for earlier in hits[:n]:
-            inside = earlier.start_line <= hit.chunk_start_line <= earlier.end_line
+            inside = earlier.start_line <= hit.matched_lines[0] <= earlier.end_line
             assert not (earlier.doc_id == hit.doc_id and inside), (earlier.heading, hit.heading)
 
 
 def test_widening_stays_within_the_budget(docs):
     result = docs.search("upgrade the worker", num_results=10, max_chars=1_000)
     assert sum(len(h.text) for h in result.results) <= 1_000
-    assert all(h.start_line <= h.chunk_start_line for h in result.results)
+    assert all(h.start_line <= h.matched_lines[0] for h in result.results)
 
 
 def test_one_pages_further_hits_follow_the_other_pages(docs):

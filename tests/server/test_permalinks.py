@@ -97,7 +97,8 @@ def test_hits_carry_a_permalink_to_the_lines_they_quote(docs):
         assert commit == hit.commit and lines.strip() == hit.text.strip()
     top = result.results[0]
     document = docs.get_document(top.chunk_id)  # the matched chunk, inside the hit's text
-    assert document.url.endswith(f"#L{top.chunk_start_line}-L{top.chunk_end_line}")
+    first, last = top.matched_lines
+    assert document.url.endswith(f"#L{first}-L{last}")
     assert document.url.split("#")[0] == top.url.split("#")[0]
     page = docs.query_docs(file_path_contains="install").documents[0]
     assert page.url.endswith("/docs/guide/install.md") and "#" not in page.url

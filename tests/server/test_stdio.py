@@ -68,7 +68,7 @@ def test_the_five_tools_answer_as_over_http(indexed, tmp_path):
     assert names == TOOLS
     assert not stdio.is_error
     hits = stdio.structured_content["results"]
-    assert hits[0]["doc_id"] == "docs:faq.md" and "E1234" in hits[0]["text"]
+    assert hits[0]["chunk_id"].startswith("docs:faq.md#") and "E1234" in hits[0]["text"]
     assert json.loads(stdio.content[0].text) == stdio.structured_content
     with ServeProcess(data.root, tmp_path / "serve.log") as server:
         server.wait_ready()

@@ -4,15 +4,12 @@ real server answering without pause while the real indexer publishes 20 versions
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import threading
-import urllib.parse
 from pathlib import Path
 
 import msgspec
 import pytest
-from mcp import Client
 
 from docdex.index_format.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DataDir
@@ -25,6 +22,7 @@ from docdex.serverproc import ServeProcess
 
 from fixtures import http, index_workspace, wait_for
 from gitrepo import Workspace
+from searchers import HttpSearcher, McpSearcher
 
 PAGES = ("alpha", "beta", "gamma")
 QUERY = "zebra release marker"
@@ -227,56 +225,6 @@ def test_the_first_version_refused_leaves_nothing_to_serve(data_copy, embedder):
 # --- a real server under swaps ---------------------------------------------------------------
 
 
-class Searcher(threading.Thread):
-    """Searches without pause until stopped, keeping every answer (or failure)."""
-
-    def __init__(self, name: str, stop: threading.Event) -> None:
-        super().__init__(name=name, daemon=True)
-        self.stop = stop
-        self.answers: list[dict] = []
-        self.failures: list[str] = []
-
-
-class HttpSearcher(Searcher):
-    def __init__(self, url: str, stop: threading.Event) -> None:
-        super().__init__("http-searcher", stop)
-        self.url = f"{url}/api/search?" + urllib.parse.urlencode({"q": QUERY, "n": 10})
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            try:
-                reply = http(self.url)
-            except OSError as exc:
-                self.failures.append(repr(exc))
-                continue
-            if reply.status != 200:
-                self.failures.append(f"{reply.status}: {reply.body[:200]!r}")
-            else:
-                self.answers.append(reply.json())
-
-
-class McpSearcher(Searcher):
-    def __init__(self, url: str, stop: threading.Event) -> None:
-        super().__init__("mcp-searcher", stop)
-        self.url = url
-
-    def run(self) -> None:
-        asyncio.run(self._run())
-
-    async def _run(self) -> None:
-        async with Client(self.url) as client:
-            while not self.stop.is_set():
-                try:
-                    result = await client.call_tool("search_docs", {"query": QUERY})
-                except Exception as exc:  # noqa: BLE001 - every failure is a finding
-                    self.failures.append(repr(exc))
-                    continue
-                if result.is_error:
-                    self.failures.append(result.content[0].text)
-                else:
-                    self.answers.append(result.structured_content)
-
-
 @pytest.fixture(scope="module")
 def live(tmp_path_factory, embedder):
     root = tmp_path_factory.mktemp("live")
@@ -290,7 +238,7 @@ def live(tmp_path_factory, embedder):
 def test_searches_never_fail_or_mix_versions_while_20_versions_are_published(live, embedder):
     data, ws, server, generation_of = live
     stop = threading.Event()
-    searchers = [HttpSearcher(server.url, stop), McpSearcher(server.mcp_url, stop)]
+    searchers = [HttpSearcher(server.url, QUERY, stop), McpSearcher(server.mcp_url, QUERY, stop)]
     for searcher in searchers:
         searcher.start()
     wait_for(lambda: all(s.answers for s in searchers), what="first answers")

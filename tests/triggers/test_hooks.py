@@ -20,7 +20,7 @@ from docdex.hooks.install import CHAINED, HookError, install_hook, uninstall_hoo
 from docdex.index_format import metrics
 from docdex.index_format.config import Config, ConfigError, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
-from docdex.index_format.queue import pending_requests
+from docdex.index_format.queue import pending_requests, remove_requests
 from docdex.index_format.records import Manifest
 from docdex.index_format.store import load_current, load_pages
 from docdex.indexer.triggers.worker import worker_pid
@@ -402,7 +402,8 @@ def test_hook_install_takes_source_adds_options_and_says_the_same(tmp_path):
     )  # fmt: skip
     [source] = load_config(DataDir(data)).sources
     assert (source.description, source.branch) == ("the team's guide", "main")
-    assert (source.include, source.exclude) == (["guide/**/*.md"], ["guide/drafts/**"])
+    assert source.include == ["guide/**/*.md"]
+    assert source.exclude[-1:] == ["guide/drafts/**"]  # after the default excludes, if any
     other = Workspace(tmp_path / "other")
     added = subprocess.run(
         [*command, "source", "add", "other", str(other.bare)],
@@ -411,3 +412,84 @@ def test_hook_install_takes_source_adds_options_and_says_the_same(tmp_path):
     said = hooked.stdout.splitlines()[0]
     assert said == f"added source docs (bare: {ws.bare.resolve()})"
     assert added.stdout.startswith(f"added source other (bare: {other.bare.resolve()})")
+
+
+# --- `docdex source set` keeps an installed hook current ---------------------------------------
+
+
+def cli(data: DataDir, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "docdex.cli", "--data", str(data.root), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+
+def filed(data: DataDir) -> list[tuple[str, str]]:
+    """The requests the hook filed since last asked (taken off the queue)."""
+    requests = pending_requests(data)
+    remove_requests(data, requests)
+    return sorted((r.source, r.ref) for r in requests)
+
+
+def test_source_set_rewrites_the_hook_so_a_new_branch_is_indexed(tmp_path):
+    ws = Workspace(tmp_path / "repo")
+    ws.write("a.md", "# A\n\nText about the capybara ledger.\n")
+    ws.commit()
+    hook = ws.bare / "hooks" / "post-receive"
+    marker = tmp_path / "marker"
+    own = f'#!/bin/sh\ncat >> "{marker}"\n'.encode()
+    hook.write_bytes(own)
+    os.chmod(hook, 0o755)
+    data = DataDir(tmp_path / "data")
+    install_hook(data, ws.bare, "docs", python="/nonexistent/python", idle_exit_s=7)  # no worker
+    assert push(ws.work).returncode == 0 and filed(data) == [("docs", "refs/heads/main")]
+
+    changed = cli(data, "source", "set", "docs", "--branch", "release", "--ref", "v*").stdout
+    assert f"rewrote the hook {hook}: pushes index docs (release + refs v*)" in changed
+    script = hook.read_text()
+    assert "DOCDEX_PYTHON=/nonexistent/python" in script and "DOCDEX_IDLE_EXIT=7" in script
+    assert hook.with_name(CHAINED).read_bytes() == own  # the earlier hook, as it was
+
+    ws.write("b.md", "# B\n\nMore about the capybara ledger.\n")
+    ws.commit()
+    assert push(ws.work).returncode == 0 and filed(data) == []  # main is no longer tracked
+    git(ws.work, "tag", "v1")
+    result = push(ws.work, "HEAD:refs/heads/release", "refs/tags/v1")
+    assert result.returncode == 0, result.stderr
+    assert filed(data) == [("docs", "refs/heads/release"), ("docs", "refs/tags/v1")]
+    assert len(marker.read_text().splitlines()) == 4  # every pushed ref reached the earlier hook
+
+    described = cli(data, "source", "set", "docs", "--description", "the ledger").stdout
+    assert "hook" not in described and hook.read_text() == script  # nothing it matches changed
+
+
+def test_source_set_moving_a_source_rewrites_both_hooks(tmp_path):
+    old, new = Workspace(tmp_path / "old"), Workspace(tmp_path / "new")
+    for ws in (old, new):
+        ws.write("a.md", "# A\n\nText about the wombat archive.\n")
+        ws.commit()
+    data = DataDir(tmp_path / "data")
+    install_hook(data, old.bare, "docs", python="/nonexistent/python")
+    install_hook(data, new.bare, "handbook", python="/nonexistent/python")
+
+    moved = cli(data, "source", "set", "docs", "--location", str(new.bare)).stdout
+    assert f"rewrote the hook {old.bare / 'hooks' / 'post-receive'}: pushes index nothing" in moved
+    assert f"`docdex hook uninstall {old.bare}`" in moved
+    tracked = "pushes index docs (HEAD branch), handbook (HEAD branch)"
+    assert f"rewrote the hook {new.bare / 'hooks' / 'post-receive'}: {tracked}" in moved
+    assert push(old.work).returncode == 0 and filed(data) == []
+    assert push(new.work).returncode == 0
+    assert filed(data) == [("docs", "refs/heads/main"), ("handbook", "refs/heads/main")]
+
+
+def test_source_set_leaves_the_hook_of_another_data_directory_alone(tmp_path):
+    ws = Workspace(tmp_path / "repo")
+    theirs, ours = DataDir(tmp_path / "theirs"), DataDir(tmp_path / "ours")
+    install_hook(theirs, ws.bare, "docs", python="/nonexistent/python")
+    hook = (ws.bare / "hooks" / "post-receive").read_bytes()
+    cli(ours, "source", "add", "docs", str(ws.bare))
+    changed = cli(ours, "source", "set", "docs", "--branch", "release").stdout
+    assert "hook" not in changed
+    assert (ws.bare / "hooks" / "post-receive").read_bytes() == hook

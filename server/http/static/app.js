@@ -8,6 +8,8 @@ const DEBOUNCE_MS = 100;
 const RESULTS = 10;
 const SNIPPET_CHARS = 240;
 const STATUS_REFRESH_MS = 10000;
+const COPIED_MS = 2000;
+const LISTED_SOURCES = 8;
 const VIEWS = ["signin", "search", "page", "status", "connect"];
 const STATE = ["view", "q", "source", "path", "doc", "lines"];
 const TITLES = { search: "Search", status: "Status", connect: "Connect an agent", signin: "Sign in" };
@@ -29,6 +31,8 @@ let routed = "";
 let signedIn = false;
 let timer = 0;
 let sequence = 0;
+let sources = []; // /api/sources' entries, for the filter, the placeholder and the overview
+let glance = { health: null, at: 0 }; // /health as the overview last read it, and when
 
 // --- the token: in this browser's storage and request headers, never in a URL -------------
 
@@ -52,16 +56,17 @@ async function api(path, params = {}, accept = []) {
 }
 
 async function start() {
-  let sources = null;
+  let listed = null;
   try {
-    sources = await api("/api/sources");
+    listed = await api("/api/sources");
   } catch (error) {
     if (error instanceof Unauthorized) return showSignIn();
   }
   signedIn = true;
   $("nav").hidden = false;
+  $("search-form").hidden = false;
   $("signout").hidden = !token();
-  fillSources(sources ? sources.sources : []);
+  fillSources(listed ? listed.sources : []);
   route();
 }
 
@@ -69,6 +74,7 @@ function showSignIn() {
   forget();
   signedIn = false;
   $("nav").hidden = true;
+  $("search-form").hidden = true;
   show("signin");
   $("token").focus();
 }
@@ -168,31 +174,134 @@ const visible = (text) =>
   String(text ?? "").replace(BIDI_CONTROLS, (c) => `[U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}]`);
 const isolated = (tag, attributes, text) => el(tag, attributes, el("bdi", {}, visible(text)));
 
-const day = (iso) => (iso ? iso.slice(0, 10) : "");
 const short = (commit) => (commit || "").slice(0, 7);
+const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+// --- times: one clock on the whole page ------------------------------------------------------
+// Every time is the viewer's local time on a 24-hour clock ("2026-12-02 16:29"), the same
+// whatever the browser's locale, with its UTC in a tooltip (adr/0016).
+
+const pad = (n) => String(n).padStart(2, "0");
+const localDay = (d) => `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+const localClock = (d, seconds = false) => `${pad(d.getHours())}:${pad(d.getMinutes())}${seconds ? `:${pad(d.getSeconds())}` : ""}`;
+const localTime = (d) => `${localDay(d)} ${localClock(d)}`;
+const utcTime = (d) => `${d.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+const parsed = (iso) => {
+  const date = new Date(iso || "");
+  return Number.isNaN(date.getTime()) ? null : date;
+};
+
+function ago(date) {
+  const seconds = (Date.now() - date.getTime()) / 1000;
+  if (seconds < 60) return "just now";
+  const [count, unit] = seconds < 3600 ? [seconds / 60, "minute"] : seconds < 86400 ? [seconds / 3600, "hour"] : [seconds / 86400, "day"];
+  return `${plural(Math.floor(count), unit)} ago`;
+}
+
+// A <time>: "2026-12-02 16:29 (5 minutes ago)", its day only, or the words only.
+function stamp(iso, shape = "full") {
+  const date = parsed(iso);
+  if (!date) return "at an unknown time";
+  const text = { full: `${localTime(date)} (${ago(date)})`, day: localDay(date), words: ago(date) }[shape];
+  const title = shape === "words" ? `${localTime(date)} (${utcTime(date)})` : utcTime(date);
+  return el("time", { datetime: date.toISOString(), title }, text);
+}
+
+function clockNote() {
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "this browser's";
+  return `Times are in ${zone} time, 24-hour; hover over one for UTC.`;
+}
+
+// --- the index at a glance: the filter, the placeholder, the empty page -------------------------
+
+// The entries a search reads without a ref: each source's default branch ("docs", not
+// "docs@v2").
+const defaultEntries = () => sources.filter((s) => s.indexed && !s.name.includes("@"));
+const pagesIn = (entries) => entries.reduce((sum, s) => sum + s.files, 0);
+
+function fillSources(entries) {
+  sources = entries;
+  const select = $("source");
+  const chosen = select.value;
+  select.replaceChildren(el("option", { value: "" }, "All sources"));
+  for (const source of entries.filter((s) => s.indexed)) select.append(el("option", { value: source.name }, source.name));
+  if (chosen) keepSourceOption(chosen);
+  placeholder();
+}
+
+function keepSourceOption(name) {
+  if (![...$("source").options].some((o) => o.value === name)) $("source").append(el("option", { value: name }, name));
+  $("source").value = name;
+}
+
+function placeholder() {
+  const chosen = sources.filter((s) => s.name === $("source").value);
+  const entries = chosen.length ? chosen : defaultEntries();
+  const where = entries.length === 1 ? entries[0].name : plural(entries.length, "source");
+  $("q").placeholder = entries.length ? `Search ${plural(pagesIn(entries), "page")} in ${where}` : "Search the documentation";
+}
+
+// Read again at most every STATUS_REFRESH_MS: emptying the box often asks nothing.
+async function showOverview() {
+  const mine = sequence;
+  if (Date.now() - glance.at > STATUS_REFRESH_MS) {
+    try {
+      const [listed, health] = await Promise.all([api("/api/sources"), api("/health", {}, [503])]);
+      fillSources(listed.sources);
+      glance = { health, at: Date.now() };
+    } catch (error) {
+      if (mine === sequence) fail(error);
+      return;
+    }
+  }
+  if (mine !== sequence || current.view !== "search" || current.q) return;
+  $("overview").replaceChildren(...overviewWords(glance.health));
+  $("overview").hidden = false;
+}
+
+function overviewWords(h) {
+  const entries = defaultEntries();
+  if (h.status === "error" || !entries.length) {
+    return [el("p", { class: "lead" }, `Nothing is indexed yet${h.error ? `: ${h.error}` : "."}`)];
+  }
+  const out = [
+    el(
+      "p",
+      { class: "lead" },
+      `${plural(pagesIn(entries), "page")} in ${plural(entries.length, "source")}, index version ${h.index_version}, published `,
+      stamp(h.index_created_at, "words"),
+      ".",
+    ),
+  ];
+  if (h.status !== "ok") out.push(el("p", { class: "weak" }, `${h.status}: ${h.status_detail} `, el("a", { href: "/?view=status" }, "Status")));
+  const listed = entries.slice(0, LISTED_SOURCES).map((s) =>
+    el("li", {}, el("bdi", { class: "name" }, visible(s.name)), ` · ${plural(s.files, "page")}`, s.description ? isolated("span", { class: "description" }, ` · ${s.description}`) : null),
+  );
+  if (entries.length > LISTED_SOURCES) listed.push(el("li", {}, `and ${entries.length - LISTED_SOURCES} more: `, el("a", { href: "/?view=status" }, "Status")));
+  out.push(el("ul", { class: "source-list" }, listed));
+  return out;
+}
 
 // --- search ------------------------------------------------------------------------------
 
-function fillSources(sources) {
-  const select = $("source");
-  select.replaceChildren(el("option", { value: "" }, "All sources"));
-  for (const source of sources.filter((s) => s.indexed)) select.append(el("option", { value: source.name }, source.name));
-}
-
 function showSearch(state) {
   show("search");
-  if (state.source && ![...$("source").options].some((o) => o.value === state.source)) {
-    $("source").append(el("option", { value: state.source }, state.source));
-  }
-  $("q").value = state.q;
-  $("source").value = state.source;
+  if (state.source) keepSourceOption(state.source);
+  else $("source").value = "";
+  placeholder();
+  if ($("q").value.trim() !== state.q) $("q").value = state.q; // keeps a space just typed
   $("path").value = state.path;
   if (!state.q) $("q").focus();
   search();
 }
 
+// Typing in the header's box from another view goes back to the search, with its filters.
 function schedule() {
   clearTimeout(timer);
+  if (current.view !== "search") {
+    history.pushState(null, "", address({ view: "search", q: $("q").value.trim(), source: current.source, path: current.path }));
+    return route();
+  }
   timer = setTimeout(search, DEBOUNCE_MS);
 }
 
@@ -204,11 +313,12 @@ async function search() {
   routed = location.search;
   const mine = ++sequence;
   const list = $("results");
+  $("overview").hidden = Boolean(state.q);
   if (!state.q) {
     list.replaceChildren();
     list.dataset.query = "";
     $("summary").textContent = "";
-    return;
+    return showOverview();
   }
   list.setAttribute("aria-busy", "true");
   try {
@@ -221,11 +331,17 @@ async function search() {
   }
 }
 
+// A page's id ("source:path") is its chunk's id ("source:path#chunkN") up to the last '#'.
+const pageId = (hit) => {
+  const at = hit.chunk_id.lastIndexOf("#");
+  return at < 0 ? hit.chunk_id : hit.chunk_id.slice(0, at);
+};
+
 function renderHits(result, state) {
   const pattern = termPattern(state.q);
   const list = $("results");
   const hits = result.results;
-  list.replaceChildren(...hits.map((hit) => hitItem(hit, pattern, state)));
+  list.replaceChildren(...hits.map((hit, i) => hitItem(hit, pattern, state, i > 0 && pageId(hits[i - 1]) === pageId(hit))));
   list.classList.toggle("weak", result.low_confidence);
   const summary = $("summary");
   summary.classList.toggle("weak", result.low_confidence && hits.length > 0);
@@ -233,34 +349,40 @@ function renderHits(result, state) {
   else if (result.low_confidence) {
     summary.textContent = `No good match: these ${hits.length} sections are the closest, but none answers it well.`;
   } else {
-    const plural = hits.length === 1 ? "" : "s";
-    summary.textContent = `${hits.length} section${plural} · index version ${result.index_version} · ${Math.round(result.took_ms)} ms`;
+    summary.textContent = `${plural(hits.length, "section")} · index version ${result.index_version} · ${Math.round(result.took_ms)} ms`;
   }
   showError("");
   list.dataset.query = state.q;
   requestAnimationFrame(() => performance.mark("docdex-results", { detail: state.q }));
 }
 
-function hitItem(hit, pattern, state) {
+// A hit that follows another of the same page shows no title again: its section is its link.
+function hitItem(hit, pattern, state, samePage) {
+  const doc = pageId(hit);
   const lines = `${hit.start_line}-${hit.end_line}`;
-  const link = address({ ...state, view: "page", doc: hit.doc_id, lines });
+  const link = address({ ...state, view: "page", doc, lines });
+  const where = isolated("code", { class: "where" }, `${hit.path}:${lines}`);
+  const head = samePage
+    ? [isolated("a", { class: "hit-title hit-section", href: link }, sectionOf(hit))]
+    : [isolated("a", { class: "hit-title hit-page", href: link }, hit.title || hit.path), hit.heading ? isolated("div", { class: "crumb" }, hit.heading) : null];
+  const meta = samePage
+    ? el("div", { class: "meta" }, where)
+    : el("div", { class: "meta" }, where, " · ", el("bdi", {}, visible(hit.source)), hit.modified ? [" · ", stamp(hit.modified, "day")] : null);
   return el(
     "li",
-    { class: "hit" },
-    isolated("a", { class: "hit-title", href: link }, hit.title || hit.path),
-    hit.heading ? isolated("div", { class: "crumb" }, hit.heading) : null,
-    el(
-      "div",
-      { class: "meta" },
-      isolated("code", { class: "where" }, `${hit.path}:${lines}`),
-      " · ",
-      el("bdi", {}, visible(hit.source)),
-      " · ",
-      el("code", { title: hit.commit }, short(hit.commit)),
-      hit.modified ? ` · ${day(hit.modified)}` : "",
-    ),
+    { class: samePage ? "hit same-page" : "hit", "data-doc": doc },
+    ...head,
+    meta,
     el("p", { class: "snippet" }, highlighted(visible(snippet(hit.text, pattern)), pattern)),
   );
+}
+
+// The breadcrumb without the page's title in front ("Errors" for "FAQ › Errors" under the
+// title "FAQ"); what comes before the first heading below it is the start of the page.
+function sectionOf(hit) {
+  const parts = (hit.heading || "").split(" › ").filter(Boolean);
+  if (parts[0] === hit.title) parts.shift();
+  return parts.join(" › ") || "Start of the page";
 }
 
 // The query's words (stop words dropped, plural and -ing/-ed endings loosened), as one
@@ -329,6 +451,7 @@ function highlighted(text, pattern) {
 
 async function showPage(state) {
   show("page");
+  if ($("q").value.trim() !== state.q) $("q").value = state.q;
   $("back").setAttribute("href", address({ view: "search", q: state.q, source: state.source, path: state.path }));
   $("page-title").textContent = "Loading…";
   $("page-meta").replaceChildren();
@@ -345,20 +468,24 @@ async function showPage(state) {
   const page = view.page;
   document.title = `${visible(page.title || page.path)} · docdex`;
   $("page-title").replaceChildren(el("bdi", {}, visible(page.title || page.path)));
-  $("page-meta").replaceChildren(
+  $("page-meta").replaceChildren(el(
+    "span",
+    {},
     isolated("code", { class: "where" }, state.lines ? `${page.path}:${state.lines}` : page.path),
     " · ",
     el("bdi", {}, visible(page.source)),
-    " · commit ",
-    el("code", { title: page.commit }, short(page.commit)),
-    page.modified ? ` · changed ${day(page.modified)}` : "",
-    ` · ${view.lines} lines`,
-    ...permalink(view.permalink),
-  );
+    " · ",
+    el("span", { class: "nowrap" }, "commit ", el("code", { title: page.commit }, short(page.commit))),
+    page.modified ? [" · ", el("span", { class: "nowrap" }, "changed ", stamp(page.modified, "day"))] : null,
+    " · ",
+    el("span", { class: "nowrap" }, `${view.lines} lines`),
+    permalink(view.permalink),
+  ));
   $("page-note").textContent = view.note;
   $("page-note").hidden = !view.note;
   const body = $("page-body");
   body.replaceChildren(inert(view.html));
+  for (const pre of body.querySelectorAll("pre")) withCopyButton(pre);
   const [from, to] = state.lines.split("-").map(Number);
   let first = null;
   for (const block of body.querySelectorAll(".blk")) {
@@ -403,18 +530,6 @@ function scrollToId(id) {
 
 // --- status: what /health knows, in words ---------------------------------------------------
 
-function ago(iso) {
-  const seconds = (Date.now() - Date.parse(iso)) / 1000;
-  if (!Number.isFinite(seconds)) return "";
-  const [count, unit] =
-    seconds < 60 ? [0, ""] : seconds < 3600 ? [seconds / 60, "minute"] : seconds < 86400 ? [seconds / 3600, "hour"] : [seconds / 86400, "day"];
-  if (!unit) return "just now";
-  const n = Math.floor(count);
-  return `${n} ${unit}${n === 1 ? "" : "s"} ago`;
-}
-
-const when = (iso) => (iso ? `${iso.replace("T", " ").slice(0, 16)} UTC (${ago(iso)})` : "at an unknown time");
-
 async function showStatus() {
   show("status");
   let health;
@@ -425,7 +540,8 @@ async function showStatus() {
   }
   if (current.view !== "status") return;
   $("status-body").replaceChildren(...statusWords(health));
-  $("status-time").textContent = `as of ${new Date().toLocaleTimeString()}`;
+  const now = new Date();
+  $("status-time").replaceChildren("as of ", el("time", { datetime: now.toISOString(), title: utcTime(now) }, localClock(now, true)));
 }
 
 function statusWords(h) {
@@ -436,8 +552,9 @@ function statusWords(h) {
       el(
         "p",
         { class: "lead" },
-        `Serving index version ${h.index_version}, published ${when(h.index_created_at)}: `,
-        `${h.total_sources} source${h.total_sources === 1 ? "" : "s"}, ${h.total_chunks} sections.`,
+        `Serving index version ${h.index_version}, published `,
+        stamp(h.index_created_at),
+        `: ${plural(h.total_sources, "source")}, ${plural(h.total_chunks, "section")}.`,
       ),
     );
   }
@@ -447,32 +564,37 @@ function statusWords(h) {
     out.push(el("p", { class: "error" }, `${what} could not be served (${refused.error}), so an older one is.`));
   }
   out.push(sourcesTable(h.sources || {}));
-  const run = h.last_ingestion;
-  out.push(
-    el(
-      "p",
-      {},
-      run
-        ? `Last indexing run: finished ${when(run.completed_at)} in ${run.duration_s.toFixed(1)} s, ` +
-            `embedded ${run.chunks_embedded} sections, ${run.published ? "published" : "kept"} version ${run.version ?? "none"}.`
-        : "No indexing run recorded by the worker yet.",
-    ),
-  );
+  out.push(el("p", {}, ...lastRun(h.last_ingestion, h.index_version)));
   const failure = h.last_ingestion_failure;
   out.push(
     failure
-      ? el("p", { class: "error" }, `Last failure: ${when(failure.failed_at)}${failure.source ? ` in ${failure.source}` : ""}: ${failure.error}`)
+      ? el("p", { class: "error" }, "Last failure: ", stamp(failure.failed_at), `${failure.source ? ` in ${failure.source}` : ""}: ${failure.error}`)
       : el("p", {}, "No indexing failure recorded."),
   );
   const m = h.models || {};
-  out.push(el("p", { class: "meta" }, `Model ${m.embedder} (${m.query_graph}), reranker ${m.reranker}; server up ${Math.round(h.uptime_s)} s.`));
+  out.push(el("p", { class: "meta" }, `Model ${m.embedder} (${m.query_graph}), reranker ${m.reranker}; server up ${Math.round(h.uptime_s)} s. ${clockNote()}`));
   return out;
 }
 
-function sourcesTable(sources) {
-  const names = Object.keys(sources);
+// The last run, in words; the version it left is compared with the one served, which a
+// later swap or a refused version can make differ.
+function lastRun(run, served) {
+  if (!run) return ["No indexing run recorded yet."];
+  const left = run.published ? `published version ${run.version}` : `found nothing to change, version ${run.version ?? "none"} stayed`;
+  const now = run.version === served ? ", the one served" : served == null ? "" : `; version ${served} is served`;
+  const which = run.sources && run.sources.length ? ` (${run.sources.slice(0, 5).join(", ")}${run.sources.length > 5 ? ", …" : ""})` : "";
+  return [
+    `Last indexing run${which}: finished `,
+    stamp(run.completed_at),
+    ` in ${run.duration_s.toFixed(1)} s, embedded ${plural(run.chunks_embedded, "section")}, ${left}${now}.`,
+  ];
+}
+
+function sourcesTable(entries) {
+  const names = Object.keys(entries);
   if (!names.length) return el("p", {}, "No source is indexed in this version.");
   const head = ["Source", "Indexed commit", "Indexed", "Files", "Sections", "Last error"];
+  const cell = (i, attributes, ...children) => el("td", { ...attributes, "data-label": head[i] }, ...children);
   return el(
     "table",
     { class: "sources" },
@@ -482,16 +604,16 @@ function sourcesTable(sources) {
       "tbody",
       {},
       names.map((name) => {
-        const s = sources[name];
+        const s = entries[name];
         return el(
           "tr",
           {},
           el("th", { scope: "row" }, name),
-          el("td", {}, el("code", { class: "commit", title: s.commit }, short(s.commit))),
-          el("td", {}, when(s.indexed_at)),
-          el("td", { class: "num" }, String(s.files)),
-          el("td", { class: "num" }, String(s.chunks)),
-          el("td", {}, s.last_error || "none"),
+          cell(1, {}, el("code", { class: "commit", title: s.commit }, short(s.commit))),
+          cell(2, {}, stamp(s.indexed_at)),
+          cell(3, { class: "num" }, String(s.files)),
+          cell(4, { class: "num" }, String(s.chunks)),
+          cell(5, {}, s.last_error || "none"),
         );
       }),
     ),
@@ -511,13 +633,73 @@ async function showConnect() {
   const parts = [
     el("p", {}, "MCP endpoint (streamable HTTP): ", el("code", {}, c.mcp_url)),
     c.token_required ? el("p", {}, "Clients send the token as 'Authorization: Bearer <DOCDEX_TOKEN>'; each file below names it as a variable its client expands.") : null,
-    el("p", {}, "Stdio entries start docdex on the client's machine: put in your paths. The same as plain text: ", el("a", { href: "/clients.txt" }, "/clients.txt"), "."),
+    el("p", {}, ...stdioWords(c.launch), " The same as plain text: ", el("a", { href: "/clients.txt" }, "/clients.txt"), "."),
   ];
+  if (c.url_only) parts.push(el("h2", {}, c.url_only.title), el("p", {}, c.url_only.words), codeBlock(c.url_only.url));
   for (const config of c.configs) {
-    parts.push(el("h2", {}, `${config.client}: ${config.file} (${config.transport})`), el("pre", {}, el("code", {}, config.text)));
+    parts.push(el("h2", {}, `${config.client}: ${config.file} (${config.transport})`), codeBlock(config.text));
   }
-  parts.push(el("h2", {}, "Claude Code, from a shell"), el("pre", {}, el("code", {}, c.commands.join("\n"))));
+  parts.push(el("h2", {}, "Claude Code, from a shell"), codeBlock(c.commands.join("\n")));
   $("connect-body").replaceChildren(...parts.filter(Boolean));
+}
+
+function stdioWords(launch) {
+  if (launch.example) return ["Stdio entries start docdex on the client's machine: put in your paths."];
+  return [
+    "Stdio entries start docdex on the client's machine; these name this server's own command (",
+    el("code", {}, launch.executable),
+    ") and data directory (",
+    el("code", {}, launch.data_dir),
+    "): on another machine put in yours.",
+  ];
+}
+
+// --- code blocks: a copy button each -----------------------------------------------------------
+
+const codeBlock = (text) => withCopyButton(el("pre", {}, el("code", {}, text)));
+
+function withCopyButton(pre) {
+  const box = el("div", { class: "code" });
+  pre.replaceWith(box); // a block not on the page yet has no parent: nothing happens
+  const button = el("button", { type: "button", class: "copy" }, "Copy");
+  button.addEventListener("click", () => copy(pre, button));
+  box.append(button, pre);
+  return box;
+}
+
+async function copy(pre, button) {
+  const copied = await toClipboard(pre);
+  button.textContent = copied ? "Copied" : "Press Ctrl+C";
+  button.classList.toggle("copied", copied);
+  $("announce").textContent = copied ? "Copied to the clipboard." : "The text is selected: press Ctrl+C to copy it.";
+  clearTimeout(button.reset);
+  button.reset = setTimeout(() => {
+    button.textContent = "Copy";
+    button.classList.remove("copied");
+  }, COPIED_MS);
+}
+
+// The Clipboard API exists only in a secure context (https, or this machine's address): on a
+// LAN address over http the text is selected and copied the old way, or left selected.
+async function toClipboard(pre) {
+  try {
+    await navigator.clipboard.writeText(pre.textContent);
+    return true;
+  } catch {
+    const range = document.createRange();
+    range.selectNodeContents(pre);
+    const selection = getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    let copied = false;
+    try {
+      copied = document.execCommand("copy");
+    } catch {
+      copied = false;
+    }
+    if (copied) selection.removeAllRanges();
+    return copied;
+  }
 }
 
 // --- wiring ----------------------------------------------------------------------------------
@@ -540,8 +722,7 @@ function onKey(event) {
   const typing = event.target.closest && event.target.closest("input, select, textarea");
   if (event.key === "/" && !typing && !event.ctrlKey && !event.metaKey && !event.altKey && signedIn) {
     event.preventDefault();
-    if (current.view !== "search") navigate(address({ view: "search", q: current.q, source: current.source, path: current.path }));
-    $("q").focus();
+    $("q").focus(); // the box is in the header, on every view: typing there goes to the search
     $("q").select();
     return;
   }
@@ -562,11 +743,19 @@ $("signout").addEventListener("click", () => {
 });
 $("search-form").addEventListener("submit", (event) => {
   event.preventDefault();
+  if (current.view === "search") search();
+  else schedule();
+});
+$("filters").addEventListener("submit", (event) => {
+  event.preventDefault();
   search();
 });
 $("q").addEventListener("input", schedule);
 $("path").addEventListener("input", schedule);
-$("source").addEventListener("change", search);
+$("source").addEventListener("change", () => {
+  placeholder();
+  search();
+});
 $("status-refresh").addEventListener("click", showStatus);
 document.addEventListener("click", onClick);
 document.addEventListener("keydown", onKey);

@@ -1,0 +1,54 @@
+"""What a request's credential allows: its `Grant`, put in the ASGI scope by whichever check
+accepted the credential (auth.py's BearerAuth, oauth/guard.py's Guard) and read by the routes
+and /mcp. A grant names its scopes and the sources its caller may read; a request without
+one (a server with no credential configured) reads every source (limits.py's `limit_in`)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+import msgspec
+
+from docdex.server.answers.limits import SCOPE_KEY, SourceLimit
+
+GRANT = "docdex.grant"  # the scope key of the request's Grant
+READ_SCOPE = "docdex:read"  # search_docs, query_docs, get_document, list_sources, resources
+REINDEX_SCOPE = "docdex:reindex"  # the reindex tool
+ALL_SCOPES: tuple[str, ...] = (READ_SCOPE, REINDEX_SCOPE)
+
+
+class Grant(msgspec.Struct, frozen=True, kw_only=True):
+    """What a request's token allows, and where its client learns how to get more."""
+
+    client_id: str
+    scopes: frozenset[str]
+    resource_metadata: str = ""  # "" without OAuth
+    sources: frozenset[str] | None = None  # the sources it may read; None: every source
+
+    def allows(self, scope: str) -> bool:
+        return scope in self.scopes
+
+    @property
+    def limit(self) -> SourceLimit:
+        return SourceLimit(self.sources)
+
+
+Verifier = Callable[[str], Awaitable["Grant | None"]]  # a bearer token -> its grant, or None
+
+
+class Grants(Protocol):
+    """Where a bearer token's grant is looked up (tokens.py's NamedTokens)."""
+
+    def grant(self, token: str, resource_metadata: str = "") -> Grant | None: ...
+
+
+def granted(scope: dict, grant: Grant) -> None:
+    """Put `grant` in a request's (copied) ASGI scope, with the source limit the answers
+    read (limits.py's SCOPE_KEY)."""
+    scope[GRANT] = grant
+    scope[SCOPE_KEY] = grant.limit
+
+
+def sources_of(names: list[str] | None) -> frozenset[str] | None:
+    return None if names is None else frozenset(names)

@@ -1,0 +1,296 @@
+"""docdex's own authorization server: the MCP SDK's provider protocol over the store.
+
+    /authorize ─> `authorize`: a pending request, the browser sent to the consent page
+    consent.py  ─> `approve` / `deny`: a code (or an error) back to the client's redirect_uri
+    /token      ─> `exchange_authorization_code` (PKCE S256, checked by the SDK's handler),
+                   `exchange_refresh_token` (the refresh token rotates: the old one and its
+                   access token end)
+    /revoke     ─> `revoke_token`: the token and the one issued with it
+
+Pending requests and codes live in memory (minutes long; a restart only means signing in
+again); clients and tokens in the store. Every request is bound to this server's resource
+URI: a `resource` naming another is refused (`invalid_target`, RFC 8707).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import OrderedDict
+from urllib.parse import urlsplit
+
+import anyio
+import msgspec
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    AuthorizeError,
+    OAuthAuthorizationServerProvider,
+    RefreshToken,
+    RegistrationError,
+    TokenError,
+    construct_redirect_uri,
+)
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+from ..auth import is_loopback
+from .paths import CONSENT_PATH
+from .settings import ALL_SCOPES, READ_SCOPE, AuthSettings, same_resource
+from .store import Clock, OAuthStore, StoreFull, TokenPair, TokenRecord
+
+MAX_PENDING = 200  # consent requests waiting; the oldest go first past it
+
+
+class Lifetimes(msgspec.Struct, frozen=True, kw_only=True):
+    """Seconds each credential lives."""
+
+    access: int = 3600
+    refresh: int = 30 * 86400
+    code: int = 300
+    consent: int = 600  # a consent page left open this long must be asked again
+
+
+LIFETIMES = Lifetimes()
+
+
+class SourcedCode(AuthorizationCode):
+    """A code that carries the sources the owner let the client read (None: every one)."""
+
+    sources: list[str] | None = None
+
+
+class Pending(msgspec.Struct, frozen=True, kw_only=True):
+    """An authorization request waiting for the owner's answer on the consent page."""
+
+    client_id: str
+    client_name: str
+    redirect_uri: str
+    redirect_uri_explicit: bool
+    state: str | None
+    scopes: list[str]
+    code_challenge: str
+    expires_at: float
+
+
+class DocdexProvider(OAuthAuthorizationServerProvider[SourcedCode, RefreshToken, AccessToken]):
+    def __init__(
+        self,
+        store: OAuthStore,
+        settings: AuthSettings,
+        lifetimes: Lifetimes = LIFETIMES,
+        clock: Clock = time.time,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.lifetimes = lifetimes
+        self.clock = clock
+        self._pending: OrderedDict[str, Pending] = OrderedDict()
+        self._codes: dict[str, SourcedCode] = {}
+
+    # --- clients ----------------------------------------------------------------------------
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        """The client's metadata; its secret stays in the store as a hash (authenticator.py
+        checks it), so this record carries none."""
+        record = self.store.client(client_id)
+        if record is None:
+            return None
+        return OAuthClientInformationFull.model_validate({**record.info, "client_id": client_id})
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        """Store a client; it may ask for every scope (the owner decides at consent what each
+        authorization grants), so a later step-up to reindex needs no new registration."""
+        for uri in client_info.redirect_uris or []:
+            if not redirect_allowed(str(uri)):
+                raise RegistrationError(
+                    "invalid_redirect_uri",
+                    f"{str(uri)[:80]} is plain HTTP off loopback: a code sent there could be "
+                    "read on the way (OAuth 2.1: https, a loopback address or an app's scheme)",
+                )
+        client_info.scope = " ".join(ALL_SCOPES)
+        info = client_info.model_dump(mode="json", exclude={"client_secret"}, exclude_none=True)
+        try:
+            await anyio.to_thread.run_sync(
+                self.store.register, client_info.client_id, info, client_info.client_secret
+            )
+        except StoreFull as exc:
+            raise RegistrationError("invalid_client_metadata", str(exc)) from None
+
+    # --- authorization ----------------------------------------------------------------------
+
+    async def authorize(
+        self, client: OAuthClientInformationFull, params: AuthorizationParams
+    ) -> str:
+        """The consent page's address for this request."""
+        self._check_resource(params.resource, AuthorizeError)
+        now = self.clock()
+        self._expire(now)
+        request_id = secrets.token_urlsafe(24)
+        self._pending[request_id] = Pending(
+            client_id=client.client_id,
+            client_name=client.client_name or client.client_id,
+            redirect_uri=str(params.redirect_uri),
+            redirect_uri_explicit=params.redirect_uri_provided_explicitly,
+            state=params.state,
+            scopes=list(params.scopes or [READ_SCOPE]),
+            code_challenge=params.code_challenge,
+            expires_at=now + self.lifetimes.consent,
+        )
+        while len(self._pending) > MAX_PENDING:
+            self._pending.popitem(last=False)
+        return f"{self.settings.public_url}{CONSENT_PATH}?request={request_id}"
+
+    def pending(self, request_id: str) -> Pending | None:
+        """The request waiting under `request_id`, while it may still be answered."""
+        request = self._pending.get(request_id)
+        if request is None or request.expires_at <= self.clock():
+            return None
+        return request
+
+    def approve(
+        self, request_id: str, scopes: list[str], sources: list[str] | None = None
+    ) -> str | None:
+        """The redirect that carries a new code for the request (None: no such request),
+        whose tokens read `sources` only (None: every source). The request is answered once."""
+        request = self._take(request_id)
+        if request is None:
+            return None
+        code = secrets.token_urlsafe(32)
+        self._codes[code] = SourcedCode(
+            sources=sources,
+            code=code,
+            scopes=[s for s in request.scopes if s in scopes],
+            expires_at=self.clock() + self.lifetimes.code,
+            client_id=request.client_id,
+            code_challenge=request.code_challenge,
+            redirect_uri=request.redirect_uri,  # type: ignore[arg-type]  # pydantic parses it
+            redirect_uri_provided_explicitly=request.redirect_uri_explicit,
+            resource=self.settings.resource,
+        )
+        return construct_redirect_uri(
+            request.redirect_uri, code=code, state=request.state, iss=self.settings.issuer
+        )
+
+    def deny(self, request_id: str) -> str | None:
+        request = self._take(request_id)
+        if request is None:
+            return None
+        return construct_redirect_uri(
+            request.redirect_uri,
+            error="access_denied",
+            error_description="the owner of this docdex server refused",
+            state=request.state,
+            iss=self.settings.issuer,
+        )
+
+    def _take(self, request_id: str) -> Pending | None:
+        request = self.pending(request_id)
+        self._pending.pop(request_id, None)
+        return request
+
+    def _expire(self, now: float) -> None:
+        for key in [k for k, p in self._pending.items() if p.expires_at <= now]:
+            del self._pending[key]
+        for key in [k for k, c in self._codes.items() if c.expires_at <= now]:
+            del self._codes[key]
+
+    # --- tokens -----------------------------------------------------------------------------
+
+    async def load_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: str
+    ) -> SourcedCode | None:
+        code = self._codes.get(authorization_code)
+        if code is None or code.client_id != client.client_id or code.expires_at <= self.clock():
+            return None
+        return code
+
+    async def exchange_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: SourcedCode
+    ) -> OAuthToken:
+        if self._codes.pop(authorization_code.code, None) is None:  # used once only
+            raise TokenError("invalid_grant", "the authorization code was used already")
+        pair = await anyio.to_thread.run_sync(
+            self.store.issue,
+            client.client_id,
+            authorization_code.scopes,
+            self.settings.resource,
+            self.settings.issuer,
+            self.lifetimes.access,
+            self.lifetimes.refresh,
+            authorization_code.sources,
+        )
+        return _oauth_token(pair)
+
+    async def load_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: str
+    ) -> RefreshToken | None:
+        record = self.store.refresh_token(refresh_token)
+        if record is None:
+            await anyio.to_thread.run_sync(self.store.replayed, refresh_token)
+            return None
+        if record.client_id != client.client_id:
+            return None
+        return RefreshToken(
+            token=refresh_token,
+            client_id=record.client_id,
+            scopes=record.scopes,
+            expires_at=int(record.expires_at),
+            resource=record.resource,
+        )
+
+    async def exchange_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
+    ) -> OAuthToken:
+        pair = await anyio.to_thread.run_sync(
+            self.store.rotate,
+            refresh_token.token,
+            scopes,
+            self.lifetimes.access,
+            self.lifetimes.refresh,
+        )
+        if pair is None:
+            raise TokenError("invalid_grant", "the refresh token was used already or revoked")
+        return _oauth_token(pair)
+
+    async def load_access_token(self, token: str) -> AccessToken | None:
+        record = self.store.access_token(token)
+        return None if record is None else self.access(token, record)
+
+    def access(self, token: str, record: TokenRecord) -> AccessToken:
+        return AccessToken(
+            token=token,
+            client_id=record.client_id,
+            scopes=record.scopes,
+            expires_at=int(record.expires_at),
+            resource=record.resource,
+            claims={"iss": record.issuer},
+        )
+
+    async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
+        await anyio.to_thread.run_sync(self.store.revoke_token, token.token)
+
+    def _check_resource(self, resource: str | None, error: type[AuthorizeError]) -> None:
+        if resource is not None and not same_resource(resource, self.settings.resource):
+            raise error(
+                "invalid_target",
+                f"this server issues tokens for {self.settings.resource} only, not {resource[:80]}",
+            )
+
+
+def redirect_allowed(uri: str) -> bool:
+    """https, http to a loopback address, or an app's own scheme (`cursor://...`)."""
+    parts = urlsplit(uri)
+    if parts.fragment or parts.scheme in ("", "javascript", "data", "file", "vbscript"):
+        return False
+    return parts.scheme != "http" or is_loopback(parts.hostname or "")
+
+
+def _oauth_token(pair: TokenPair) -> OAuthToken:
+    return OAuthToken(
+        access_token=pair.access_token,
+        token_type="Bearer",
+        expires_in=pair.expires_in,
+        scope=" ".join(pair.scopes),
+        refresh_token=pair.refresh_token,
+    )

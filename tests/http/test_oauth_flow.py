@@ -1,0 +1,291 @@
+"""A real `docdex serve --auth oauth` on 127.0.0.1 over a small real index, driven by the MCP
+SDK's own OAuth client (OAuthClientProvider): discovery from the 401, dynamic registration,
+the consent form (posted over HTTP with the admin secret), the token, searches through a
+real MCP session, a step-up to the reindex scope, refresh with rotation, revocation by the
+client and by `docdex auth revoke`; beside it the static DOCDEX_TOKEN still works."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import stat
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, PKCEParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+
+from docdex.cli import main as docdex_main
+from docdex.index_format.layout import DataDir
+from docdex.serverproc import ServeProcess, call_tool
+
+from fixtures import build_workspace, http, index_workspace
+
+SECRET = "owner-secret-for-the-consent-page"
+STATIC = "static-token-beside-oauth-0123456789"
+REDIRECT = "http://127.0.0.1:9/callback"  # never opened: the test reads the Location itself
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+LIST_TOOLS = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, embedder):
+    root = tmp_path_factory.mktemp("oauth")
+    data = DataDir(root / "data")
+    index_workspace(data, build_workspace(root), embedder)
+    env = {"DOCDEX_ADMIN_SECRET": SECRET}
+    with ServeProcess(
+        data.root, root / "serve.log", token=STATIC, extra_args=("--auth", "oauth"), env=env
+    ) as server:
+        server.wait_serving()
+        yield server
+
+
+class Memory:
+    """The client's token storage (the SDK's TokenStorage protocol), in memory."""
+
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client_info: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client_info
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client_info = client_info
+
+
+class Owner:
+    """The person at the browser: opens the authorization URL, reads the consent form and
+    posts it with the admin secret; the redirect's code goes back to the client."""
+
+    def __init__(self, server: ServeProcess, secret: str = SECRET):
+        self.server, self.secret = server, secret
+        self.consents = 0
+        self.pages: list[str] = []
+        self.result: AuthorizationCodeResult | None = None
+
+    async def redirect(self, authorization_url: str) -> None:
+        async with httpx2.AsyncClient() as browser:
+            asked = await browser.get(authorization_url)
+            assert asked.status_code == 302, asked.text
+            page = await browser.get(asked.headers["location"])
+            assert page.status_code == 200 and "Admin secret" in page.text
+            assert "script" not in page.headers["content-security-policy"]
+            request_id = re.search(r'name="request" value="([^"]+)"', page.text)[1]  # type: ignore[index]
+            self.pages.append(page.text)
+            form = {"request": request_id, "secret": self.secret, "decision": "allow"}
+            if 'name="reindex" checked' in page.text:  # as a browser submits the form
+                form["reindex"] = "on"
+            answer = await browser.post(f"{self.server.url}/oauth/consent", data=form)
+        assert answer.status_code == 303, answer.text
+        query = parse_qs(urlsplit(answer.headers["location"]).query)
+        self.consents += 1
+        self.result = AuthorizationCodeResult(
+            code=query["code"][0], state=query["state"][0], iss=query["iss"][0]
+        )
+
+    async def callback(self) -> AuthorizationCodeResult:
+        assert self.result is not None
+        return self.result
+
+
+def oauth_client(server: ServeProcess, owner: Owner, storage: Memory) -> OAuthClientProvider:
+    metadata = OAuthClientMetadata(
+        client_name="test agent",
+        redirect_uris=[REDIRECT],  # type: ignore[list-item]
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+    )
+    return OAuthClientProvider(server.mcp_url, metadata, storage, owner.redirect, owner.callback)
+
+
+def run_session(auth: OAuthClientProvider, calls: list[tuple[str, dict]]) -> list:
+    url = auth.context.server_url
+
+    async def run() -> list:
+        transport = httpx2.AsyncClient(auth=auth, timeout=60)
+        async with transport, Client(streamable_http_client(url, http_client=transport)) as client:
+            return [await client.call_tool(name, args) for name, args in calls]
+
+    return asyncio.run(run())
+
+
+def mcp_status(server: ServeProcess, token: str | None) -> tuple[int, str]:
+    headers = dict(MCP_HEADERS, **({"Authorization": f"Bearer {token}"} if token else {}))
+    reply = http(server.mcp_url, headers, method="POST", data=LIST_TOOLS)
+    return reply.status, header(reply, "www-authenticate")
+
+
+def header(reply, name: str) -> str:
+    return next((v for k, v in reply.headers.items() if k.lower() == name), "")
+
+
+def test_discovery_from_the_401(server):
+    status, challenge = mcp_status(server, None)
+    assert status == 401
+    metadata_url = f"{server.url}/.well-known/oauth-protected-resource/mcp"
+    assert challenge.startswith("Bearer ") and f'resource_metadata="{metadata_url}"' in challenge
+    assert "error=" not in challenge  # no token sent: no error code (RFC 6750)
+    assert 'scope="docdex:read"' in challenge  # a first authorization asks to read only
+    resource = http(metadata_url).json()
+    assert resource["resource"] == server.mcp_url
+    assert resource["authorization_servers"] == [server.url]
+    assert resource["scopes_supported"] == ["docdex:read", "docdex:reindex"]
+    assert http(f"{server.url}/.well-known/oauth-protected-resource").json() == resource
+    issuer = http(f"{server.url}/.well-known/oauth-authorization-server").json()
+    assert issuer["issuer"] == server.url
+    assert issuer["code_challenge_methods_supported"] == ["S256"]
+    assert issuer["registration_endpoint"] == f"{server.url}/register"
+    assert issuer["revocation_endpoint"] == f"{server.url}/revoke"
+    status, challenge = mcp_status(server, "ddx_at_made-up")
+    assert status == 401 and 'error="invalid_token"' in challenge
+
+
+def test_url_only_client_connects_searches_refreshes_and_is_revoked(server):
+    owner, storage = Owner(server), Memory()
+    auth = oauth_client(server, owner, storage)
+    found, sources = run_session(
+        auth, [("search_docs", {"query": "error code E1234"}), ("list_sources", {})]
+    )
+    assert not found.is_error and found.structured_content["results"][0]["path"] == "faq.md"
+    assert sources.structured_content["sources"][0]["name"] == "docs"
+    assert owner.consents == 1 and storage.tokens is not None
+    assert storage.tokens.scope == "docdex:read" and storage.tokens.refresh_token
+    assert "reindex" not in owner.pages[0]  # it asked to read only: nothing more offered
+    first = storage.tokens
+
+    # the client takes its token for expired: it refreshes, the refresh token rotates
+    auth.context.token_expiry_time = 1.0  # 1970
+    (again,) = run_session(auth, [("search_docs", {"query": "install prefix"})])
+    assert not again.is_error and owner.consents == 1
+    assert storage.tokens.access_token != first.access_token
+    assert storage.tokens.refresh_token != first.refresh_token
+    assert mcp_status(server, first.access_token)[0] == 401  # the old pair ended
+    assert mcp_status(server, storage.tokens.access_token)[0] == 200
+    # the rotated-out refresh token comes back (stolen, replayed): refused, and every token
+    # refreshed from that authorization ends with it
+    reused = refresh(server, storage.client_info, first.refresh_token)
+    assert reused.status == 400 and reused.json()["error"] == "invalid_grant"
+    assert mcp_status(server, storage.tokens.access_token)[0] == 401
+
+    # the client signs in again, then revokes its token: refused from then on
+    (fine,) = run_session(auth, [("list_sources", {})])
+    assert not fine.is_error and owner.consents == 2
+    revoked = post_form(server, "/revoke", storage.client_info, token=storage.tokens.access_token)
+    assert revoked.status == 200
+    assert mcp_status(server, storage.tokens.access_token)[0] == 401
+
+
+def test_reindex_needs_its_scope_and_the_client_steps_up(server):
+    owner, storage = Owner(server), Memory()
+    auth = oauth_client(server, owner, storage)
+    run_session(auth, [("list_sources", {})])
+    read_only = storage.tokens.access_token
+    assert storage.tokens.scope == "docdex:read"
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "reindex"}}
+    ).encode()
+    headers = dict(MCP_HEADERS, Authorization=f"Bearer {read_only}")
+    refused = http(server.mcp_url, headers, method="POST", data=body)
+    assert refused.status == 403
+    challenge = header(refused, "www-authenticate")
+    assert 'error="insufficient_scope"' in challenge and "docdex:reindex" in challenge
+
+    (receipt,) = run_session(auth, [("reindex", {"source": "docs"})])  # the client steps up
+    assert not receipt.is_error, receipt
+    assert owner.consents == 2 and "docdex:reindex" in storage.tokens.scope.split()
+    assert "also allow reindex" in owner.pages[1]
+
+
+def test_docdex_auth_lists_and_revokes_clients(server, capsys):
+    owner, storage = Owner(server), Memory()
+    run_session(oauth_client(server, owner, storage), [("list_sources", {})])
+    client_id = storage.client_info.client_id
+    data = ["--data", str(server.data)]
+    assert docdex_main([*data, "auth", "clients", "--json"], environ={}) == 0
+    listed = {c["client_id"]: c for c in json.loads(capsys.readouterr().out)}
+    assert listed[client_id]["client_name"] == "test agent"
+    assert listed[client_id]["tokens"] >= 1
+    assert mcp_status(server, storage.tokens.access_token)[0] == 200
+
+    assert docdex_main([*data, "auth", "revoke", client_id], environ={}) == 0
+    assert client_id in capsys.readouterr().out
+    assert mcp_status(server, storage.tokens.access_token)[0] == 401
+    assert docdex_main([*data, "auth", "revoke", client_id], environ={}) == 1
+
+
+def test_the_state_file_holds_no_token_and_only_its_owner_reads_it(server):
+    owner, storage = Owner(server), Memory()
+    run_session(oauth_client(server, owner, storage), [("list_sources", {})])
+    state = server.data / "state" / "oauth.json"
+    assert stat.S_IMODE(os.stat(state).st_mode) == 0o600
+    text = state.read_text()
+    assert storage.tokens.access_token not in text and storage.tokens.refresh_token not in text
+    assert storage.client_info.client_secret and storage.client_info.client_secret not in text
+    assert SECRET not in text
+
+
+def test_consent_refuses_a_wrong_secret_a_denial_and_another_resource(server):
+    with httpx2.Client(base_url=server.url) as browser:
+        client = browser.post("/register", json={"redirect_uris": [REDIRECT]}).json()
+        verifier = PKCEParameters.generate()
+        asked = {
+            "response_type": "code",
+            "client_id": client["client_id"],
+            "redirect_uri": REDIRECT,
+            "code_challenge": verifier.code_challenge,
+            "code_challenge_method": "S256",
+            "state": "s1",
+        }
+        elsewhere = browser.get(
+            "/authorize", params={**asked, "resource": "https://evil.example/mcp"}
+        )
+        assert "error=invalid_target" in elsewhere.headers["location"]
+        plain = browser.get("/authorize", params={**asked, "code_challenge_method": "plain"})
+        assert plain.status_code in (302, 400) and "code=" not in plain.headers.get("location", "")
+
+        consent = browser.get(browser.get("/authorize", params=asked).headers["location"])
+        request_id = re.search(r'name="request" value="([^"]+)"', consent.text)[1]  # type: ignore[index]
+        wrong = browser.post(
+            "/oauth/consent", data={"request": request_id, "secret": "guess", "decision": "allow"}
+        )
+        assert wrong.status_code == 403 and "Wrong admin secret" in wrong.text
+        denied = browser.post("/oauth/consent", data={"request": request_id, "decision": "deny"})
+        assert denied.status_code == 303
+        assert parse_qs(urlsplit(denied.headers["location"]).query)["error"] == ["access_denied"]
+        again = browser.post(
+            "/oauth/consent", data={"request": request_id, "secret": SECRET, "decision": "allow"}
+        )
+        assert again.status_code == 410  # answered once
+
+
+def test_static_token_and_other_resources(server):
+    assert not call_tool(server.mcp_url, "list_sources", {}, STATIC).is_error
+    assert mcp_status(server, STATIC)[0] == 200
+    assert server.get("/api/search", {"q": "install"})[0] == 200  # the static token
+    assert http(f"{server.url}/api/search?q=install").status == 401
+    assert "index_version" not in http(f"{server.url}/health").json()  # details need a token
+
+
+def refresh(server: ServeProcess, client: OAuthClientInformationFull | None, token: str):
+    return post_form(server, "/token", client, grant_type="refresh_token", refresh_token=token)
+
+
+def post_form(server: ServeProcess, path: str, client, **fields: str):
+    assert client is not None
+    form = {"client_id": client.client_id, "client_secret": client.client_secret, **fields}
+    body = urlencode(form).encode()
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    return http(server.url + path, headers, method="POST", data=body)
