@@ -90,6 +90,7 @@ def cmd_source_add(ctx: Context, args: argparse.Namespace) -> int:
     source = SourceConfig(name=name, location=location, **new_source_settings(args))
     save_config(ctx.data, msgspec.structs.replace(config, sources=[*config.sources, source]))
     print(added_text(source, then=f"run `docdex index {name}` to index it"))
+    _refresh_hooks(ctx, [location])
     return EXIT_OK
 
 
@@ -162,8 +163,9 @@ def _print_sources(sources: list[SourceConfig]) -> None:
 
 def cmd_source_remove(ctx: Context, args: argparse.Namespace) -> int:
     config = load_config(ctx.data)
-    config.source(args.name)  # raises with the list of valid names
+    removed = config.source(args.name)  # raises with the list of valid names
     kept = [s for s in config.sources if s.name != args.name]
     save_config(ctx.data, msgspec.structs.replace(config, sources=kept))
     print(f"removed source {args.name}; its documents leave the next version (`docdex index`)")
+    _refresh_hooks(ctx, [removed.location])
     return EXIT_OK

@@ -6,7 +6,6 @@ client and by `docdex auth revoke`; beside it the static DOCDEX_TOKEN still work
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -15,20 +14,18 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx2
 import pytest
-from mcp import Client
-from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, PKCEParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.client.auth import OAuthClientProvider, PKCEParameters
+from mcp.shared.auth import OAuthClientInformationFull
 
 from docdex.cli import main as docdex_main
 from docdex.index_format.layout import DataDir
 from docdex.serverproc import ServeProcess, call_tool
 
 from fixtures import build_workspace, http, index_workspace
+from oauthclient import REDIRECT, Memory, Redirected, client_metadata, form_field, run_session
 
 SECRET = "owner-secret-for-the-consent-page"
 STATIC = "static-token-beside-oauth-0123456789"
-REDIRECT = "http://127.0.0.1:9/callback"  # never opened: the test reads the Location itself
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 LIST_TOOLS = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
 
@@ -46,35 +43,15 @@ def server(tmp_path_factory, embedder):
         yield server
 
 
-class Memory:
-    """The client's token storage (the SDK's TokenStorage protocol), in memory."""
-
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client_info: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client_info
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client_info = client_info
-
-
-class Owner:
+class Owner(Redirected):
     """The person at the browser: opens the authorization URL, reads the consent form and
     posts it with the admin secret; the redirect's code goes back to the client."""
 
     def __init__(self, server: ServeProcess, secret: str = SECRET):
+        super().__init__()
         self.server, self.secret = server, secret
         self.consents = 0
         self.pages: list[str] = []
-        self.result: AuthorizationCodeResult | None = None
 
     async def redirect(self, authorization_url: str) -> None:
         async with httpx2.AsyncClient() as browser:
@@ -83,43 +60,19 @@ class Owner:
             page = await browser.get(asked.headers["location"])
             assert page.status_code == 200 and "Admin secret" in page.text
             assert "script" not in page.headers["content-security-policy"]
-            request_id = re.search(r'name="request" value="([^"]+)"', page.text)[1]  # type: ignore[index]
             self.pages.append(page.text)
-            form = {"request": request_id, "secret": self.secret, "decision": "allow"}
+            form = {"request": form_field(page.text, "request"), "secret": self.secret}
+            form["decision"] = "allow"
             if 'name="reindex" checked' in page.text:  # as a browser submits the form
                 form["reindex"] = "on"
             answer = await browser.post(f"{self.server.url}/oauth/consent", data=form)
-        assert answer.status_code == 303, answer.text
-        query = parse_qs(urlsplit(answer.headers["location"]).query)
+        self.received(answer)
         self.consents += 1
-        self.result = AuthorizationCodeResult(
-            code=query["code"][0], state=query["state"][0], iss=query["iss"][0]
-        )
-
-    async def callback(self) -> AuthorizationCodeResult:
-        assert self.result is not None
-        return self.result
 
 
 def oauth_client(server: ServeProcess, owner: Owner, storage: Memory) -> OAuthClientProvider:
-    metadata = OAuthClientMetadata(
-        client_name="test agent",
-        redirect_uris=[REDIRECT],  # type: ignore[list-item]
-        grant_types=["authorization_code", "refresh_token"],
-        response_types=["code"],
-    )
+    metadata = client_metadata("test agent")
     return OAuthClientProvider(server.mcp_url, metadata, storage, owner.redirect, owner.callback)
-
-
-def run_session(auth: OAuthClientProvider, calls: list[tuple[str, dict]]) -> list:
-    url = auth.context.server_url
-
-    async def run() -> list:
-        transport = httpx2.AsyncClient(auth=auth, timeout=60)
-        async with transport, Client(streamable_http_client(url, http_client=transport)) as client:
-            return [await client.call_tool(name, args) for name, args in calls]
-
-    return asyncio.run(run())
 
 
 def mcp_status(server: ServeProcess, token: str | None) -> tuple[int, str]:

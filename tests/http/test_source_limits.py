@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import urlencode
 
 import httpx2
 import msgspec
 import pytest
-from mcp import Client
-from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, PKCEParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.client.auth import OAuthClientProvider, PKCEParameters
+from mcp.shared.auth import OAuthToken
 
 from docdex.cli import main as docdex_main
 from docdex.index_format.config import Config, SourceConfig, save_config
@@ -30,10 +27,10 @@ from docdex.server.http.oauth.store import OAuthStore
 from docdex.serverproc import ServeProcess, mcp_client
 
 from fixtures import http, pushed_workspace, wait_for
+from oauthclient import REDIRECT, Memory, Redirected, client_metadata, form_field, run_session
 
 SECRET = "owner-secret-for-the-consent-page"
 UNLIMITED = "every-source-static-token-0123456789"
-REDIRECT = "http://127.0.0.1:9/callback"  # never opened: the test reads the Location itself
 ALPHA = {
     "guide/start.md": "# Getting started\n\nThe lighthouse keeper logs the tide at dawn.\n",
     "faq.md": "# FAQ\n\n## When does the harbour open?\n\nThe lighthouse harbour opens at six.\n",
@@ -289,7 +286,7 @@ def test_the_sources_form_needs_the_secret_first(server):
             "code_challenge_method": "S256",
         }
         page = browser.get(browser.get("/authorize", params=asked).headers["location"])
-        request_id = _field(page.text, "request")
+        request_id = form_field(page.text, "request")
         forged = {"request": request_id, "owner": "guessed", "source": "alpha", "decision": "allow"}
         refused = browser.post("/oauth/consent", data=forged)
         assert refused.status_code == 403 and "Sign in again" in refused.text
@@ -347,77 +344,30 @@ def docdex_auth(data: DataDir, *args: str) -> int:
 
 # --- an OAuth client, and the owner at the consent page ---------------------------------------
 
-CLIENT = OAuthClientMetadata(
-    client_name="limited agent",
-    redirect_uris=[REDIRECT],  # type: ignore[list-item]
-    grant_types=["authorization_code", "refresh_token"],
-    response_types=["code"],
-)
+CLIENT = client_metadata("limited agent")
 
 
-class Memory:
-    """The client's token storage (the SDK's TokenStorage protocol), in memory."""
-
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client_info: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client_info
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client_info = client_info
-
-
-class Owner:
+class Owner(Redirected):
     """The person at the browser: signs in with the admin secret, then ticks `sources`."""
 
     def __init__(self, server: ServeProcess, sources: list[str]):
+        super().__init__()
         self.server, self.sources = server, sources
         self.first_page = self.sources_page = ""
-        self.result: AuthorizationCodeResult | None = None
 
     async def redirect(self, authorization_url: str) -> None:
         async with httpx2.AsyncClient(base_url=self.server.url) as browser:
             asked = await browser.get(authorization_url)
             page = await browser.get(asked.headers["location"])
             self.first_page = page.text
-            form = {"request": _field(page.text, "request"), "secret": SECRET, "decision": "allow"}
+            request = form_field(page.text, "request")
+            form = {"request": request, "secret": SECRET, "decision": "allow"}
             chooser = await browser.post("/oauth/consent", data=form)
             assert chooser.status_code == 200, chooser.text
             self.sources_page = chooser.text
             chosen = [("source", name) for name in self.sources]
-            fields = [("request", form["request"]), ("owner", _field(chooser.text, "owner"))]
+            fields = [("request", form["request"]), ("owner", form_field(chooser.text, "owner"))]
             body = urlencode([*fields, *chosen, ("decision", "allow")])
             headers = {"Content-Type": "application/x-www-form-urlencoded"}
             answer = await browser.post("/oauth/consent", content=body, headers=headers)
-        assert answer.status_code == 303, answer.text
-        query = parse_qs(urlsplit(answer.headers["location"]).query)
-        self.result = AuthorizationCodeResult(
-            code=query["code"][0], state=query["state"][0], iss=query["iss"][0]
-        )
-
-    async def callback(self) -> AuthorizationCodeResult:
-        assert self.result is not None
-        return self.result
-
-
-def _field(page: str, name: str) -> str:
-    return re.search(rf'name="{name}" value="([^"]+)"', page)[1]  # type: ignore[index]
-
-
-def run_session(auth: OAuthClientProvider, calls: list[tuple[str, dict]]) -> list:
-    url = auth.context.server_url
-
-    async def run() -> list:
-        transport = httpx2.AsyncClient(auth=auth, timeout=60)
-        async with transport, Client(streamable_http_client(url, http_client=transport)) as client:
-            return [await client.call_tool(name, args) for name, args in calls]
-
-    return asyncio.run(run())
+        self.received(answer)

@@ -493,3 +493,24 @@ def test_source_set_leaves_the_hook_of_another_data_directory_alone(tmp_path):
     changed = cli(ours, "source", "set", "docs", "--branch", "release").stdout
     assert "hook" not in changed
     assert (ws.bare / "hooks" / "post-receive").read_bytes() == hook
+
+
+def test_source_add_and_remove_keep_an_installed_hook_current(tmp_path):
+    ws = Workspace(tmp_path / "repo")
+    ws.write("a.md", "# A\n\nText about the numbat registry.\n")
+    ws.commit()
+    hook = ws.bare / "hooks" / "post-receive"
+    data = DataDir(tmp_path / "data")
+    install_hook(data, ws.bare, "docs", python="/nonexistent/python")  # no worker
+    added = cli(data, "source", "add", "mirror", str(ws.bare)).stdout
+    both = "pushes index docs (HEAD branch), mirror (HEAD branch)"
+    assert f"rewrote the hook {hook}: {both}" in added
+    assert push(ws.work).returncode == 0
+    assert filed(data) == [("docs", "refs/heads/main"), ("mirror", "refs/heads/main")]
+    removed = cli(data, "source", "remove", "docs").stdout
+    assert f"rewrote the hook {hook}: pushes index mirror (HEAD branch)" in removed
+    ws.write("b.md", "# B\n\nMore about the numbat registry.\n")
+    ws.commit()
+    assert push(ws.work).returncode == 0 and filed(data) == [("mirror", "refs/heads/main")]
+    gone = cli(data, "source", "remove", "mirror").stdout
+    assert "pushes index nothing" in gone and f"`docdex hook uninstall {ws.bare}`" in gone
