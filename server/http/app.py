@@ -308,7 +308,10 @@ def bound_socket(host: str, port: int) -> socket.socket:
     when it cannot be bound."""
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # IPPROTO_TCP by name: connections accepted on it inherit the protocol, and asyncio
+        # sets TCP_NODELAY only on sockets that say TCP (with 0, every answer on a kept-alive
+        # connection waited about 40 ms for the client's delayed ACK of its headers)
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     except OSError as exc:
         raise PortInUse(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     try:

@@ -10,6 +10,7 @@ in raw HTTP (http.client: the headers exactly as written, bytes where needed):
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import os
@@ -19,6 +20,7 @@ import sys
 
 import pytest
 
+from docdex.server.http.app import bound_socket
 from docdex.serverproc import ServeProcess, free_port
 
 from fixtures import served_workspace
@@ -227,3 +229,27 @@ def test_page_and_static_files_stay_open(server):
     assert raw(server, "GET", "/")[0] == 200
     assert raw(server, "GET", "/static/app.js")[0] == 200
     assert raw(server, "GET", "/api/sources")[0] == 401
+
+
+def test_connections_on_the_listening_socket_send_without_delay():
+    """The socket `docdex serve` binds hands asyncio connections with TCP_NODELAY, so an
+    answer written in two parts is not held back by Nagle's algorithm."""
+    listening = bound_socket("127.0.0.1", 0)
+    listening.listen()
+
+    async def accept_one() -> int:
+        accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        def on_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            sock = writer.get_extra_info("socket")
+            accepted.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(on_connection, sock=listening)
+        async with server:
+            _reader, writer = await asyncio.open_connection(*listening.getsockname())
+            nodelay = await accepted
+            writer.close()
+        return nodelay
+
+    assert asyncio.run(accept_one()) != 0
