@@ -50,5 +50,14 @@ def granted(scope: dict, grant: Grant) -> None:
     scope[SCOPE_KEY] = grant.limit
 
 
-def sources_of(names: list[str] | None) -> frozenset[str] | None:
-    return None if names is None else frozenset(names)
+def stored_grant(
+    client_id: str, scopes: list[str], sources: list[str] | None, resource_metadata: str
+) -> Grant:
+    """The grant of a token docdex stored (a named token, or its own server's): `sources`
+    None reads every source."""
+    return Grant(
+        client_id=client_id,
+        scopes=frozenset(scopes),
+        resource_metadata=resource_metadata,
+        sources=None if sources is None else frozenset(sources),
+    )

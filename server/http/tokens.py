@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .grants import Grant, Verifier, sources_of
+from .grants import Grant, Verifier, stored_grant
 from .oauth.store import STATIC_PREFIX, OAuthStore
 
 
@@ -31,12 +31,7 @@ class NamedTokens:
         record = self.store.static_token(token) if token.startswith(STATIC_PREFIX) else None
         if record is None:
             return None
-        return Grant(
-            client_id=record.name,
-            scopes=frozenset(record.scopes),
-            resource_metadata=resource_metadata,
-            sources=sources_of(record.sources),
-        )
+        return stored_grant(record.name, record.scopes, record.sources, resource_metadata)
 
     def verifier(self, resource_metadata: str) -> Verifier:
         async def verify(token: str) -> Grant | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections import OrderedDict
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -231,13 +232,7 @@ class DocdexProvider(OAuthAuthorizationServerProvider[SourcedCode, RefreshToken,
             return None
         if record.client_id != client.client_id:
             return None
-        return RefreshToken(
-            token=refresh_token,
-            client_id=record.client_id,
-            scopes=record.scopes,
-            expires_at=int(record.expires_at),
-            resource=record.resource,
-        )
+        return RefreshToken(**_token_fields(refresh_token, record))
 
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
@@ -258,14 +253,7 @@ class DocdexProvider(OAuthAuthorizationServerProvider[SourcedCode, RefreshToken,
         return None if record is None else self.access(token, record)
 
     def access(self, token: str, record: TokenRecord) -> AccessToken:
-        return AccessToken(
-            token=token,
-            client_id=record.client_id,
-            scopes=record.scopes,
-            expires_at=int(record.expires_at),
-            resource=record.resource,
-            claims={"iss": record.issuer},
-        )
+        return AccessToken(**_token_fields(token, record), claims={"iss": record.issuer})
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         await anyio.to_thread.run_sync(self.store.revoke_token, token.token)
@@ -294,3 +282,14 @@ def _oauth_token(pair: TokenPair) -> OAuthToken:
         scope=" ".join(pair.scopes),
         refresh_token=pair.refresh_token,
     )
+
+
+def _token_fields(token: str, record: TokenRecord) -> dict[str, Any]:
+    """What the SDK's AccessToken and RefreshToken take of a stored token."""
+    return {
+        "token": token,
+        "client_id": record.client_id,
+        "scopes": record.scopes,
+        "expires_at": int(record.expires_at),
+        "resource": record.resource,
+    }

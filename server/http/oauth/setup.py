@@ -27,7 +27,7 @@ from starlette.types import Receive, Scope, Send
 
 from docdex.server.mcp.deferred import SDK_IMPORT
 
-from ..grants import Grant, Verifier, sources_of
+from ..grants import Grant, Verifier, stored_grant
 from .jwks import JwksVerifier
 from .paths import AS_PATHS, PROTECTED_RESOURCE_PATHS, resource_metadata_url
 from .settings import AuthMode, AuthSettings, same_resource
@@ -87,12 +87,7 @@ def store_verifier(store: OAuthStore, settings: AuthSettings, resource_metadata:
             return None
         if not same_resource(record.resource, settings.resource):
             return None
-        return Grant(
-            client_id=record.client_id,
-            scopes=frozenset(record.scopes),
-            resource_metadata=resource_metadata,
-            sources=sources_of(record.sources),
-        )
+        return stored_grant(record.client_id, record.scopes, record.sources, resource_metadata)
 
     return verify
 
