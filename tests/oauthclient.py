@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 from mcp import Client
-from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
+from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, PKCEParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
@@ -80,3 +80,16 @@ def run_session(auth: OAuthClientProvider, calls: list[tuple[str, dict]]) -> lis
             return [await client.call_tool(name, args) for name, args in calls]
 
     return asyncio.run(run())
+
+
+def authorization_request(browser: httpx2.Client, **extra: str) -> dict[str, str]:
+    """The /authorize parameters of a client `browser` registers on the spot (PKCE S256)."""
+    client = browser.post("/register", json={"redirect_uris": [REDIRECT]}).json()
+    return {
+        "response_type": "code",
+        "client_id": client["client_id"],
+        "redirect_uri": REDIRECT,
+        "code_challenge": PKCEParameters.generate().code_challenge,
+        "code_challenge_method": "S256",
+        **extra,
+    }

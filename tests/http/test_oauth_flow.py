@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx2
 import pytest
-from mcp.client.auth import OAuthClientProvider, PKCEParameters
+from mcp.client.auth import OAuthClientProvider
 from mcp.shared.auth import OAuthClientInformationFull
 
 from docdex.cli import main as docdex_main
@@ -22,7 +22,14 @@ from docdex.index_format.layout import DataDir
 from docdex.serverproc import ServeProcess, call_tool
 
 from fixtures import build_workspace, http, index_workspace
-from oauthclient import REDIRECT, Memory, Redirected, client_metadata, form_field, run_session
+from oauthclient import (
+    Memory,
+    Redirected,
+    authorization_request,
+    client_metadata,
+    form_field,
+    run_session,
+)
 
 SECRET = "owner-secret-for-the-consent-page"
 STATIC = "static-token-beside-oauth-0123456789"
@@ -192,16 +199,7 @@ def test_the_state_file_holds_no_token_and_only_its_owner_reads_it(server):
 
 def test_consent_refuses_a_wrong_secret_a_denial_and_another_resource(server):
     with httpx2.Client(base_url=server.url) as browser:
-        client = browser.post("/register", json={"redirect_uris": [REDIRECT]}).json()
-        verifier = PKCEParameters.generate()
-        asked = {
-            "response_type": "code",
-            "client_id": client["client_id"],
-            "redirect_uri": REDIRECT,
-            "code_challenge": verifier.code_challenge,
-            "code_challenge_method": "S256",
-            "state": "s1",
-        }
+        asked = authorization_request(browser, state="s1")
         elsewhere = browser.get(
             "/authorize", params={**asked, "resource": "https://evil.example/mcp"}
         )

@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 import httpx2
 import msgspec
 import pytest
-from mcp.client.auth import OAuthClientProvider, PKCEParameters
+from mcp.client.auth import OAuthClientProvider
 from mcp.shared.auth import OAuthToken
 
 from docdex.cli import main as docdex_main
@@ -27,7 +27,14 @@ from docdex.server.http.oauth.store import OAuthStore
 from docdex.serverproc import ServeProcess, mcp_client
 
 from fixtures import http, pushed_workspace, wait_for
-from oauthclient import REDIRECT, Memory, Redirected, client_metadata, form_field, run_session
+from oauthclient import (
+    Memory,
+    Redirected,
+    authorization_request,
+    client_metadata,
+    form_field,
+    run_session,
+)
 
 SECRET = "owner-secret-for-the-consent-page"
 UNLIMITED = "every-source-static-token-0123456789"
@@ -276,15 +283,7 @@ def test_no_source_ticked_is_every_source(server):
 
 def test_the_sources_form_needs_the_secret_first(server):
     with httpx2.Client(base_url=server.url) as browser:
-        client = browser.post("/register", json={"redirect_uris": [REDIRECT]}).json()
-        verifier = PKCEParameters.generate()
-        asked = {
-            "response_type": "code",
-            "client_id": client["client_id"],
-            "redirect_uri": REDIRECT,
-            "code_challenge": verifier.code_challenge,
-            "code_challenge_method": "S256",
-        }
+        asked = authorization_request(browser)
         page = browser.get(browser.get("/authorize", params=asked).headers["location"])
         request_id = form_field(page.text, "request")
         forged = {"request": request_id, "owner": "guessed", "source": "alpha", "decision": "allow"}
