@@ -61,8 +61,7 @@ class LazyModel:
         if self._given is not None:
             return self._given
         if self._loaded is None:
-            configured = (self.spec, self._info) if self.spec is not None else ()
-            self._loaded = load_passage_model(self._settings, *configured)
+            self._loaded = load_passage_model(self._settings, self.spec, self._info)
         return self._loaded
 
     def release(self) -> None:

@@ -98,10 +98,5 @@ def record_run(data: DataDir, report: RunReport) -> None:
     metrics.record(metrics.write_last_ingestion, data, ingestion)
     for source in report.sources:
         if source.status == "failed":
-            failure = metrics.IngestionFailure(
-                failed_at=ingestion.completed_at,
-                error=f"source {source.name}: {source.error}",
-                source=source.name,
-                duration_s=report.took_s,
-            )
-            metrics.record(metrics.write_last_failure, data, failure)
+            error = f"source {source.name}: {source.error}"
+            metrics.record_failure(data, error, report.took_s, source.name)
