@@ -26,7 +26,7 @@ from docdex.index_format.records import EmbedderInfo
 from .files import file_sha256
 from .protocol import EmbedderUnavailable, ProgressFn
 from .sessions import cached_graph, cached_session
-from .windows import embed_batched, split_content, unit_rows
+from .windows import embed_batched, masked_mean, pad_windows, split_content, unit_rows
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -188,12 +188,7 @@ class OnnxDirEmbedder:
     # --- inference -------------------------------------------------------------------------
 
     def _run(self, windows: list[list[int]]) -> np.ndarray:
-        width = max(len(w) for w in windows)
-        ids = np.full((len(windows), width), self.pad_id, dtype=np.int64)
-        mask = np.zeros((len(windows), width), dtype=np.int64)
-        for row, w in enumerate(windows):
-            ids[row, : len(w)] = w
-            mask[row, : len(w)] = 1
+        ids, mask = pad_windows(windows, self.pad_id)
         given = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         feeds = {
             name: given[name].astype(np.int32) if kind == "tensor(int32)" else given[name]
@@ -207,8 +202,7 @@ class OnnxDirEmbedder:
         elif self.layout.pooling == "cls":
             pooled = out[:, 0]
         else:
-            m = mask[:, :, None].astype(np.float32)
-            pooled = (out * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1.0)
+            pooled = masked_mean(out, mask)
         return unit_rows(pooled) if self.spec.normalize else pooled.astype(np.float32)
 
     def embed_windows(

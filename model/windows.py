@@ -82,9 +82,9 @@ def embed_batched(
     return out
 
 
-def pad_windows(windows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+def pad_windows(windows: list[list[int]], pad_id: int = PAD_ID) -> tuple[np.ndarray, np.ndarray]:
     width = max(len(w) for w in windows)
-    ids = np.full((len(windows), width), PAD_ID, dtype=np.int64)
+    ids = np.full((len(windows), width), pad_id, dtype=np.int64)
     mask = np.zeros((len(windows), width), dtype=np.int64)
     for row, w in enumerate(windows):
         ids[row, : len(w)] = w
@@ -94,9 +94,13 @@ def pad_windows(windows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
 
 def mean_pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Unit vectors of the attention-masked mean of each window's hidden states."""
+    return unit_rows(masked_mean(hidden, mask))
+
+
+def masked_mean(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The attention-masked mean of each window's hidden states."""
     m = mask[:, :, None].astype(np.float32)
-    summed = (hidden * m).sum(axis=1)
-    return unit_rows(summed / np.maximum(m.sum(axis=1), 1.0))
+    return (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1.0)
 
 
 def unit_rows(x: np.ndarray) -> np.ndarray:
