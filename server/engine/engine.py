@@ -28,7 +28,6 @@ import msgspec
 
 from docdex.errors import InvalidArgument
 from docdex.index_format.layout import DataDir
-from docdex.index_format.models import RerankEndpoint
 from docdex.index_format.records import ChunkRecord, Manifest, ServedPage
 
 from .candidates import Candidate, by_score
@@ -39,7 +38,7 @@ from .hits import Hit, SearchResult, to_hit
 from .lexical import bm25_top
 from .loaded import LoadedVersion, check_model
 from .query import QueryContext, profile_query
-from .rerank import resolve_reranker
+from .rerank import Reranker, resolve_reranker
 from .retrieval import Retrieval, retrieve
 from .scope import Scope, check_source, entry_doc_id, searched_entries, tagged_pages
 from .settings import DEFAULT_SETTINGS, EngineSettings
@@ -137,9 +136,11 @@ class Engine:
     def settings(self) -> EngineSettings:
         return self._settings
 
-    @property
-    def _endpoint(self) -> RerankEndpoint | None:
-        return self._settings.rerank_endpoint
+    def _reranker(self) -> Reranker | None:
+        """The reranker the settings name, on this version (None: no rerank)."""
+        return resolve_reranker(
+            self._settings.reranker, self._version, self._settings.rerank_endpoint
+        )
 
     @property
     def version(self) -> int:
@@ -175,7 +176,7 @@ class Engine:
     def reranker_name(self) -> str:
         """The reranker searches use on this version: "none", "maxsim", "cross-encoder" or
         "endpoint" (RerankerError when the configured one cannot be loaded)."""
-        reranker = resolve_reranker(self._settings.reranker, self._version, self._endpoint)
+        reranker = self._reranker()
         return "none" if reranker is None else reranker.name
 
     def ref_of(self, entry: str) -> str:
@@ -265,7 +266,7 @@ class Engine:
         return retrieve(self._context(query, scope or Scope()), self._needs_tokens())
 
     def _needs_tokens(self) -> bool:
-        reranker = resolve_reranker(self._settings.reranker, self._version, self._endpoint)
+        reranker = self._reranker()
         return bool(reranker and reranker.needs_tokens)
 
     def rank(self, retrieval: Retrieval, num_results: int = 10) -> list[Hit]:
@@ -283,7 +284,7 @@ class Engine:
         candidates = retrieval.candidates
         fuse(ctx, candidates)
         candidates = by_score(candidates)
-        reranker = resolve_reranker(self._settings.reranker, self._version, self._endpoint)
+        reranker = self._reranker()
         if reranker is not None and candidates:
             head = candidates[: self._settings.rerank_depth]
             reranker.rerank(ctx, head, retrieval.encoding)

@@ -138,6 +138,13 @@ def query_tokens(ctx: QueryContext, encoding: QueryEncoding) -> QueryTokens | No
 
 
 MAXSIM = MaxSimReranker()
+
+
+def _passage(candidate: Candidate) -> str:
+    """What a cross-encoder reads of a candidate: its breadcrumb, then its text."""
+    return " › ".join(candidate.chunk.headings) + "\n" + candidate.chunk.text
+
+
 log = logging.getLogger("docdex.server")
 
 
@@ -167,7 +174,7 @@ class EndpointReranker:
     def rerank(
         self, ctx: QueryContext, candidates: list[Candidate], encoding: QueryEncoding
     ) -> None:
-        passages = [" › ".join(c.chunk.headings) + "\n" + c.chunk.text for c in candidates]
+        passages = [_passage(c) for c in candidates]
         try:
             scores = self.remote.scores(ctx.profile.text, passages)
         except DocdexError as exc:  # the fused order stands; the search still answers
@@ -250,7 +257,7 @@ class CrossEncoderReranker:
     def rerank(
         self, ctx: QueryContext, candidates: list[Candidate], encoding: QueryEncoding
     ) -> None:
-        passages = [" › ".join(c.chunk.headings) + "\n" + c.chunk.text for c in candidates]
+        passages = [_passage(c) for c in candidates]
         # The model's logit is the head's score (a sigmoid would tie confident pairs).
         for c, s in zip(candidates, self.scores(ctx.profile.text, passages), strict=True):
             c.score = float(s)
