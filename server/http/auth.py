@@ -19,7 +19,6 @@
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import json
 import socket
@@ -30,7 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from docdex.errors import DocdexError
 
-from .grants import ALL_SCOPES, Grant, Grants, granted
+from .grants import Grant, Grants, granted, static_grant
 
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
@@ -38,8 +37,6 @@ if TYPE_CHECKING:
 OPEN_PATHS = frozenset({"/", "/clients.txt", "/health"})
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
-AUTHORIZED = "docdex.authorized"  # the scope key BearerAuth sets
-STATIC_CLIENT = "DOCDEX_TOKEN"  # the client a grant of $DOCDEX_TOKEN names
 UNAUTHORIZED = "missing or wrong token: send the header 'Authorization: Bearer <DOCDEX_TOKEN>'"
 
 
@@ -220,27 +217,21 @@ class BearerAuth:
                 headers = [(b"www-authenticate", b"Bearer")]
                 await _send_json(send, 401, {"error": UNAUTHORIZED}, headers)
                 return
-            scope = dict(scope)
-            scope[AUTHORIZED] = grant is not None  # /health shows its details only then
-            if grant is not None:
+            if grant is not None:  # /health shows its details only then (is_authorized)
+                scope = dict(scope)
                 granted(scope, grant)
         await self.app(scope, receive, send)
 
     def _grant(self, header: str) -> Grant | None:
-        """$DOCDEX_TOKEN compared in constant time, on the bytes sent (the header was decoded
-        as Latin-1: encoding it back gives them); else a named token, by its hash."""
+        """$DOCDEX_TOKEN (static_grant), else a named token, by its hash."""
         scheme, _, given = header.partition(" ")
         if scheme.lower() != "bearer" or not given.strip():
             return None
         sent = given.strip()
-        if self._token and hmac.compare_digest(sent.encode("latin-1"), self._token):
-            return Grant(client_id=STATIC_CLIENT, scopes=frozenset(ALL_SCOPES))
-        return self._named.grant(sent) if self._named is not None else None
-
-
-def is_authorized(scope: Scope) -> bool:
-    """Whether BearerAuth found the request's token right (False when it did not run)."""
-    return bool(scope.get(AUTHORIZED))
+        grant = static_grant(sent, self._token)
+        if grant is None and self._named is not None:
+            grant = self._named.grant(sent)
+        return grant
 
 
 # --- helpers ---------------------------------------------------------------------------------

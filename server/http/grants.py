@@ -5,14 +5,16 @@ one (a server with no credential configured) reads every source (limits.py's `li
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Protocol
+import hmac
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
 
 import msgspec
 
 from docdex.server.answers.limits import SCOPE_KEY, SourceLimit
 
 GRANT = "docdex.grant"  # the scope key of the request's Grant
+STATIC_CLIENT = "DOCDEX_TOKEN"  # the client a grant of $DOCDEX_TOKEN names
 READ_SCOPE = "docdex:read"  # search_docs, query_docs, get_document, list_sources, resources
 REINDEX_SCOPE = "docdex:reindex"  # the reindex tool
 ALL_SCOPES: tuple[str, ...] = (READ_SCOPE, REINDEX_SCOPE)
@@ -41,6 +43,24 @@ class Grants(Protocol):
     """Where a bearer token's grant is looked up (tokens.py's NamedTokens)."""
 
     def grant(self, token: str, resource_metadata: str = "") -> Grant | None: ...
+
+
+def static_grant(sent: str, token: bytes, resource_metadata: str = "") -> Grant | None:
+    """Every scope when `sent` is $DOCDEX_TOKEN (`token`, b"" when unset): compared in
+    constant time, on the bytes sent (the header was decoded as Latin-1: encoding it back
+    gives them)."""
+    if not token or not hmac.compare_digest(sent.encode("latin-1"), token):
+        return None
+    return Grant(
+        client_id=STATIC_CLIENT, scopes=frozenset(ALL_SCOPES), resource_metadata=resource_metadata
+    )
+
+
+def is_authorized(scope: Mapping[str, Any]) -> bool:
+    """Whether the request came with a credential that reads the index (False when no
+    check ran: a server that requires none)."""
+    grant = scope.get(GRANT)
+    return isinstance(grant, Grant) and grant.allows(READ_SCOPE)
 
 
 def granted(scope: dict, grant: Grant) -> None:

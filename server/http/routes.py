@@ -35,8 +35,8 @@ from docdex.server.answers.limits import limit_in
 from docdex.server.engine import MAX_RESULTS
 from docdex.server.versions import NoVersion
 
-from .auth import is_authorized
 from .clients import EXAMPLE_LAUNCH, Launch, configs_json, configs_text, served_launch
+from .grants import is_authorized
 from .page import shell, static_routes, wants_page
 
 MCP_PATH = "/mcp"

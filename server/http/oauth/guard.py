@@ -12,21 +12,19 @@ Without a valid token: 401 with `WWW-Authenticate: Bearer scope="docdex:read",
 resource_metadata="..."` (RFC 9728), from which a client finds the authorization server and
 asks to read only. A token without docdex:read: 403 `insufficient_scope`. The request's
 `Grant` goes on in the scope (`GRANT`), so that /mcp can ask for docdex:reindex on the one
-call that needs it (scopes.py), and /health shows its details to a granted request only
-(`AUTHORIZED`, as BearerAuth sets it).
+call that needs it (scopes.py), and /health shows its details to a request whose grant
+reads (grants.py's `is_authorized`, as behind BearerAuth).
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 from collections.abc import Sequence
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..auth import AUTHORIZED, STATIC_CLIENT
-from ..grants import GRANT, Grant, Verifier, granted
-from .settings import ALL_SCOPES, READ_SCOPE
+from ..grants import GRANT, STATIC_CLIENT, Grant, Verifier, granted, static_grant
+from .settings import READ_SCOPE
 
 __all__ = ["GRANT", "STATIC_CLIENT", "Grant", "Guard", "Verifier", "send_challenge"]
 
@@ -59,19 +57,15 @@ class Guard:
             if not grant.allows(READ_SCOPE):
                 await self._refuse(send, 403, "insufficient_scope", READ_SCOPE)
                 return
-        scope = dict(scope)
-        scope[AUTHORIZED] = grant is not None and grant.allows(READ_SCOPE)
-        if grant is not None:
+        if grant is not None:  # /health shows its details when it reads (is_authorized)
+            scope = dict(scope)
             granted(scope, grant)
         await self.app(scope, receive, send)
 
     async def _grant(self, token: str) -> Grant | None:
-        if self._token and hmac.compare_digest(token.encode("latin-1"), self._token):
-            return Grant(
-                client_id=STATIC_CLIENT,
-                scopes=frozenset(ALL_SCOPES),
-                resource_metadata=self.resource_metadata,
-            )
+        static = static_grant(token, self._token, self.resource_metadata)
+        if static is not None:
+            return static
         for verify in self.verifiers:
             grant = await verify(token)
             if grant is not None:
