@@ -139,12 +139,19 @@ def fsync_tree(path: Path) -> None:
         fsync_dir(Path(dirpath))
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
     """Write under a temporary name, fsync, rename over `path`, fsync the directory. A
-    write that fails (a full disk) removes its temporary file."""
+    write that fails (a full disk) removes its temporary file. `mode`: the file's
+    permissions from its creation on (0o600: never readable by others, not even as the
+    temporary file); None: the process's defaults."""
     tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
     try:
-        with open(tmp, "wb") as out:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        if mode is None:  # as open(tmp, "wb") makes it: 0o666 less the umask
+            fd = os.open(tmp, flags, 0o666)
+        else:
+            fd = os.open(tmp, flags | os.O_EXCL, mode)
+        with os.fdopen(fd, "wb") as out:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple, TypeVar
 import msgspec
 
 from docdex.errors import DocdexError
-from docdex.index_format.layout import fsync_dir
+from docdex.index_format.layout import write_atomic
 
 STORE_FILE = "oauth.json"
 LOCK_FILE = "oauth.lock"
@@ -370,7 +370,10 @@ class OAuthStore:
             os.close(fd)  # closing releases the lock
 
     def _write(self, state: StoreState) -> None:
-        write_private(self.path, _encode(state))
+        try:
+            write_atomic(self.path, _encode(state), FILE_MODE)
+        except OSError as exc:
+            raise StoreError(f"cannot write {self.path}: {exc.strerror or exc}") from None
         self._state, self._seen = state, _identity(os.stat(self.path))
 
 
@@ -385,23 +388,3 @@ def _end_family(state: StoreState, family: str) -> None:
 def _identity(st: os.stat_result) -> tuple[int, ...]:
     """What tells one version of the file from the next (a rename brings another inode)."""
     return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
-
-
-def write_private(path: Path, data: bytes) -> None:
-    """Write `data` to `path` atomically, readable by its owner only (mode 0600 from the
-    start: the temporary file is never readable by others either)."""
-    tmp = path.with_name(f".tmp-{os.getpid()}-{threading.get_ident()}-{path.name}")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
