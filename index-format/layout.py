@@ -146,11 +146,9 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
     temporary file); None: the process's defaults."""
     tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
     try:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-        if mode is None:  # as open(tmp, "wb") makes it: 0o666 less the umask
-            fd = os.open(tmp, flags, 0o666)
-        else:
-            fd = os.open(tmp, flags | os.O_EXCL, mode)
+        # without a mode, as open(tmp, "wb") makes it: 0o666 less the umask
+        exclusive, perms = (0, 0o666) if mode is None else (os.O_EXCL, mode)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | exclusive, perms)
         with os.fdopen(fd, "wb") as out:
             out.write(data)
             out.flush()
