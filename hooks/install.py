@@ -4,8 +4,8 @@ The hook is `post-receive.sh` beside this file with the venv's python, the data 
 the sources that track the repository and the worker's idle timeout written into it. A hook
 already in place is kept: it moves to `post-receive.docdex-chained` (a rename, so its bytes
 and mode stay exactly as they were), ours runs it first, and uninstall renames it back.
-`docdex source set` rewrites an installed hook when a source's branch, refs or location
-change what it must match (`refresh_hooks`).
+`docdex source add`, `set` and `remove` rewrite an installed hook when the sources that track
+its repository, or their branch and refs, change (`refresh_hooks`).
 """
 
 from __future__ import annotations
