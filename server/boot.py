@@ -13,7 +13,7 @@ import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from docdex.index_format.config import load_config
 from docdex.index_format.layout import DataDir, IndexFormatError
@@ -63,8 +63,7 @@ def open_docs(data: DataDir, boot: Boot, model: Future[TextEmbedder] | None = No
     model = model or start_loading(data)
     loaded: list[float] = []  # when the model was ready, noted by its own thread
     model.add_done_callback(lambda _: loaded.append(time.monotonic()))
-    settings = EngineSettings(reranker=reranker, rerank_endpoint=rerank_endpoint(data, reranker))
-    holder = VersionHolder(data, engine_loader(data, model, settings))
+    holder = VersionHolder(data, engine_loader(data, model, engine_settings(data, reranker)))
     holder.refresh()
     embedder = model.result()
     boot.mark(f"model loaded: {embedder.info.id} ({embedder.info.dim} dims)", *loaded[:1])
@@ -72,6 +71,13 @@ def open_docs(data: DataDir, boot: Boot, model: Future[TextEmbedder] | None = No
     why = holder.stats().error
     boot.mark(f"version {served} loaded" if served else f"no version to serve yet: {why}")
     return Docs(data, embedder, holder, started=boot.t0, reranker=reranker)
+
+
+def engine_settings(data: DataDir, reranker: str, **tunables: Any) -> EngineSettings:
+    """The engine's settings for the reranker `reranker` names, as `data`'s docdex.toml
+    resolves it (a [models.NAME] rerank table is its endpoint), with other `tunables`."""
+    endpoint = rerank_endpoint(data, reranker)
+    return EngineSettings(reranker=reranker, rerank_endpoint=endpoint, **tunables)
 
 
 def engine_loader(

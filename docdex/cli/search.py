@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import msgspec
 
 from docdex.index_format.layout import DataDir
-from docdex.server.engine import Engine, EngineSettings, Hit, SearchResult
+from docdex.server.engine import Engine, Hit, SearchResult
 
 SNIPPET_CHARS = 240
 FOUND_BY = {  # which retriever found a hit (Hit.match)
@@ -33,11 +33,11 @@ def run_search_command(
 ) -> int:
     """Search the current version and print the hits; returns the exit code. Errors (a bad
     argument, no data directory, no version, a refused version) reach the CLI's handler."""
-    from docdex.server.query_model import load_query_model, rerank_endpoint
+    from docdex.server.boot import engine_settings
+    from docdex.server.query_model import load_query_model
 
     embedder = load_query_model(data)  # the model the current version was built with
-    settings = EngineSettings(reranker=reranker, rerank_endpoint=rerank_endpoint(data, reranker))
-    engine = Engine.open(data, embedder, settings=settings)
+    engine = Engine.open(data, embedder, settings=engine_settings(data, reranker))
     try:
         result = engine.search(query, n, engine.scope(source, ref, path_prefix, tags))
     finally:

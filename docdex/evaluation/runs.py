@@ -106,6 +106,7 @@ def run_eval_command(
     from docdex.index_format.layout import IndexFormatError
     from docdex.model.files import ModelMissing
     from docdex.model.protocol import EmbedderUnavailable
+    from docdex.server.boot import engine_settings
 
     if k < 1 or k > DEPTH:
         print(f"docdex eval: -k must be between 1 and {DEPTH}", file=sys.stderr)
@@ -117,7 +118,7 @@ def run_eval_command(
         print("docdex eval: --baselines and --against each make the columns", file=sys.stderr)
         return 2
     try:
-        settings = EngineSettings(fusion=Fusion(fusion), reranker=reranker)
+        settings = engine_settings(DataDir(data_dir), reranker, fusion=Fusion(fusion))
     except ValueError:
         choices = ", ".join(f.value for f in Fusion)
         print(f"docdex eval: unknown fusion {fusion!r}; choose one of: {choices}", file=sys.stderr)

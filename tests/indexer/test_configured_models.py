@@ -285,6 +285,22 @@ def test_a_rerank_endpoint_reorders_the_head(tmp_path, embedder, server, path) -
         plain.close()
 
 
+def test_eval_and_search_rerank_through_a_named_rerank_table(tmp_path, embedder, server) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    data = DataDir(tmp_path / "data")
+    spec = RerankEndpoint(url=server.base + "/rerank", model="r", retries=0)
+    index(data, msgspec.structs.replace(minilm_config(ws), models={"tei": spec}), embedder)
+    queries = tmp_path / "queries.jsonl"
+    row = {"id": "1", "query": QUERIES[1], "class": "handwritten", "relevant": [{"path": "faq.md"}]}
+    queries.write_text(json.dumps(row) + "\n")
+    asked = len(server.requests)
+    args = (str(data.root), str(queries), "docs", 3, True, None)
+    assert run_eval_command(*args, reranker="tei") == 0  # the table's name: its endpoint
+    assert len(server.requests) == asked + 1 and server.requests[-1]["query"] == QUERIES[1]
+    assert main(["--data", str(data.root), "search", QUERIES[1], "--reranker", "tei"]) == 0
+    assert len(server.requests) == asked + 2
+
+
 def test_a_version_whose_endpoint_is_down_is_still_served_by_bm25(tmp_path, server) -> None:
     ws = build_workspace(tmp_path / "ws")
     data = DataDir(tmp_path / "data")
