@@ -282,3 +282,8 @@ class Manifest(msgspec.Struct, frozen=True):
     # sha256 of this manifest's JSON with this field empty (store.encode_manifest); last,
     # so that a newer minor's fields are covered too
     checksum: str = ""
+
+    def foreign_segments(self) -> list[SegmentRef]:
+        """The segments whose vectors another model made than the one the version records
+        (they and its queries would not compare): verify names them, the server refuses."""
+        return [s for s in self.segments if s.model and s.model != self.embedder.id]

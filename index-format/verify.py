@@ -194,8 +194,7 @@ def model_problems(manifest: Manifest) -> list[Problem]:
             f"its vectors were made by embedder {ref.model!r}, but version "
             f"{manifest.version} records {model!r}: `docdex index --full` embeds them again",
         )
-        for ref in manifest.segments
-        if ref.model and ref.model != model
+        for ref in manifest.foreign_segments()
     ]
 
 

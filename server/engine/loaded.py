@@ -326,7 +326,7 @@ def check_model(manifest: Manifest, model: EmbedderInfo) -> None:
             f"(dim {theirs.dim}), but this docdex loads {model.id!r} (dim {model.dim}); "
             "re-index with `docdex index --full` or install the matching model"
         )
-    mixed = sorted({s.model for s in manifest.segments if s.model and s.model != theirs.id})
+    mixed = sorted({s.model for s in manifest.foreign_segments()})
     if mixed:
         raise IndexFormatError(
             f"version {manifest.version} records embedder {theirs.id!r} but holds segments "
