@@ -151,9 +151,10 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             raise ConfigError(models_problem(self))  # load_config refuses such a file
         return spec
 
-    def reranker_spec(self) -> RerankEndpoint | None:
-        """The rerank endpoint `reranker` names, if it names one."""
-        spec = self.models.get(self.settings.reranker)
+    def reranker_spec(self, name: str | None = None) -> RerankEndpoint | None:
+        """The rerank endpoint the reranker `name` (None: the `reranker` setting) names, if
+        it names one."""
+        spec = self.models.get(self.settings.reranker if name is None else name)
         return spec if isinstance(spec, RerankEndpoint) else None
 
     def source(self, name: str) -> SourceConfig:

@@ -15,12 +15,12 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from docdex.index_format.config import load_config
+from docdex.index_format.config import ConfigError, load_config
 from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.server.answers.docs import Docs
 from docdex.server.engine import DEFAULT_SETTINGS, Engine, EngineSettings
 
-from .query_model import QueryModels, query_threads, rerank_endpoint, start_loading
+from .query_model import QueryModels, query_threads, start_loading
 from .versions import VersionHolder
 
 if TYPE_CHECKING:
@@ -76,7 +76,10 @@ def open_docs(data: DataDir, boot: Boot, model: Future[TextEmbedder] | None = No
 def engine_settings(data: DataDir, reranker: str, **tunables: Any) -> EngineSettings:
     """The engine's settings for the reranker `reranker` names, as `data`'s docdex.toml
     resolves it (a [models.NAME] rerank table is its endpoint), with other `tunables`."""
-    endpoint = rerank_endpoint(data, reranker)
+    try:
+        endpoint = load_config(data).reranker_spec(reranker)
+    except ConfigError:  # the holder and the worker say what is wrong with docdex.toml
+        endpoint = None
     return EngineSettings(reranker=reranker, rerank_endpoint=endpoint, **tunables)
 
 

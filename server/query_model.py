@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 from docdex.errors import DocdexError
 from docdex.index_format.config import ConfigError, load_config
 from docdex.index_format.layout import DataDir
-from docdex.index_format.models import RerankEndpoint
 from docdex.index_format.records import EmbedderInfo
 from docdex.index_format.store import load_current
 
@@ -38,15 +37,6 @@ def query_threads(data: DataDir) -> int:
     except ConfigError:
         threads = 0
     return threads or min(2, os.cpu_count() or 1)
-
-
-def rerank_endpoint(data: DataDir, reranker: str) -> RerankEndpoint | None:
-    """The rerank endpoint `reranker` names in docdex.toml's [models.NAME] tables."""
-    try:
-        spec = load_config(data).models.get(reranker)
-    except ConfigError:
-        return None
-    return spec if isinstance(spec, RerankEndpoint) else None
 
 
 def served_model(data: DataDir) -> EmbedderInfo | None:
