@@ -16,8 +16,6 @@ from docdex.index_format.records import EmbedderInfo
 
 from .commands import EXIT_ERROR, EXIT_OK, Commands, Context, add_command, json_flag, print_answer
 
-BUILT_IN_RERANKERS = ("default", "none", "maxsim")
-
 
 class ModelStatus(msgspec.Struct, frozen=True):
     role: str  # "embedder" | "reranker"
@@ -138,6 +136,8 @@ def reranker_status(config: Config) -> ModelStatus:
         return ModelStatus(
             "reranker", name, "cross-encoder", str(folder), "", 0, not missing, status
         )
+    from docdex.server.engine.rerank import BUILT_IN_RERANKERS
+
     known = name in BUILT_IN_RERANKERS
     status = "built in" if known else f"unknown reranker {name!r}"
     return ModelStatus("reranker", name, "built-in", "", "", 0, known, status)

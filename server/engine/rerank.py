@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from docdex.model.embedder import Embedder
 
+BUILT_IN_RERANKERS = ("default", "none", "maxsim")
 RERANKERS = "default, none, maxsim, cross-encoder:/path/to/model-dir"
 
 
@@ -73,7 +74,7 @@ def resolve_reranker(
 
 def check_reranker_name(name: str) -> str:
     """`name` if it names a reranker (a cross-encoder's directory is checked when loaded)."""
-    if name in ("default", "none", "maxsim") or name.startswith("cross-encoder:"):
+    if name in BUILT_IN_RERANKERS or name.startswith("cross-encoder:"):
         return name
     raise RerankerError(f"unknown reranker {name!r}; choose one of: {RERANKERS}")
 
