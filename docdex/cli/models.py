@@ -136,10 +136,13 @@ def reranker_status(config: Config) -> ModelStatus:
         return ModelStatus(
             "reranker", name, "cross-encoder", str(folder), "", 0, not missing, status
         )
-    from docdex.server.engine.rerank import BUILT_IN_RERANKERS
+    from docdex.server.engine import RerankerError, check_reranker_name
 
-    known = name in BUILT_IN_RERANKERS
-    status = "built in" if known else f"unknown reranker {name!r}"
+    try:
+        check_reranker_name(name)
+        known, status = True, "built in"
+    except RerankerError:
+        known, status = False, f"unknown reranker {name!r}"
     return ModelStatus("reranker", name, "built-in", "", "", 0, known, status)
 
 
