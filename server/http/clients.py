@@ -187,8 +187,8 @@ URL_ONLY_WORDS = (
 
 
 def url_only_text(url_only: str) -> str:
-    """The URL-only entry as plain text ("" without OAuth)."""
-    return f"{URL_ONLY_TITLE}:\n{URL_ONLY_WORDS}\n{url_only}" if url_only else ""
+    """The URL-only entry as plain text."""
+    return f"{URL_ONLY_TITLE}:\n{URL_ONLY_WORDS}\n{url_only}"
 
 
 def configs_text(

@@ -67,12 +67,14 @@ def http_routes(docs: Docs, token_required: bool, url_only: str = "") -> list[Ro
             return shell(request)
         return await clients_text(request)
 
+    served = served_launch(docs.data.root)
+
     def launch(request: Request) -> Launch:
         """This server's own paths, for whoever may read the index; the documentation's
         examples for a caller without the token (the text is open: it names no file)."""
         if token_required and not is_authorized(request.scope):
             return EXAMPLE_LAUNCH
-        return served_launch(docs.data.root)
+        return served
 
     async def clients_text(request: Request) -> Response:
         text = index_page(base(request), token_required, launch(request), url_only)
