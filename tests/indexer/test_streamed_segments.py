@@ -295,7 +295,7 @@ def test_a_run_lets_go_of_the_model_it_loaded_before_it_compacts(
 
     loaded: list[weakref.ref] = []
 
-    def load_model(settings):
+    def load_model(settings, spec=None, info=None):  # load_passage_model's signature
         model = Model()
         loaded.append(weakref.ref(model))
         return model
