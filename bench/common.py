@@ -22,7 +22,7 @@ SHARED = ROOT.parent / "shared"
 EVAL = SHARED / "eval"
 SEEDS = CACHE / "seeds"
 
-CORPORA = {  # name -> (bundle, branch)
+CORPORA = {  # name -> (bundle, branch); the bundle lies in one of CORPUS_FOLDERS
     "apm": ("apm-docs.bundle", "main"),
     "rustc": ("rustc-dev-guide-md.bundle", "md-linear"),
     "powershell": ("PowerShell-Docs-md.bundle", "md-linear"),
@@ -31,7 +31,13 @@ CORPORA = {  # name -> (bundle, branch)
     "mkdocs": ("mkdocs-docs.bundle", "master"),
     "rustbook": ("rust-book.bundle", "main"),
     "hugo": ("hugo-docs.bundle", "master"),
+    "material": ("mkdocs-material.bundle", "master"),
+    "pymdownx": ("pymdown-extensions.bundle", "main"),
+    "starlight": ("starlight.bundle", "main"),
+    "sqlmodel": ("sqlmodel.bundle", "main"),
+    "cargo": ("cargo.bundle", "master"),
 }
+CORPUS_FOLDERS = (ROOT / "bench" / "corpora", SHARED / "corpora")  # ours (in git), the shared ones
 
 
 EVAL_FILES = {  # corpus -> its query file in ../shared/eval (PowerShell-Docs has none)
@@ -84,21 +90,21 @@ def eval_queries(corpus: str) -> list[dict]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
+def corpus_bundle(corpus: str) -> Path:
+    """Where `corpus`'s bundle lies: the first of CORPUS_FOLDERS that holds it (the shared
+    folder's path when none does, for the error that follows)."""
+    bundle, _branch = CORPORA[corpus]
+    found = (folder / bundle for folder in CORPUS_FOLDERS if (folder / bundle).is_file())
+    return next(found, CORPUS_FOLDERS[-1] / bundle)
+
+
 def source_repo(corpus: str) -> Path:
     """A local clone (with work tree, full history) of a corpus bundle, cached."""
-    bundle, branch = CORPORA[corpus]
+    _bundle, branch = CORPORA[corpus]
     path = CACHE / "src" / corpus
     if not (path / ".git").exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        git(
-            "clone",
-            "-q",
-            "--no-checkout",
-            "-b",
-            branch,
-            str(SHARED / "corpora" / bundle),
-            str(path),
-        )
+        git("clone", "-q", "--no-checkout", "-b", branch, str(corpus_bundle(corpus)), str(path))
     return path
 
 

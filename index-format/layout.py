@@ -4,6 +4,7 @@ leave a half-written one behind."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from docdex.errors import DocdexError
@@ -12,6 +13,7 @@ from .records import FORMAT_MAJOR
 
 MARKER = "DOCDEX"
 VERSION_DIGITS = 8
+_TEMP_PREFIX = ".tmp-"  # write_atomic's temporary files: .tmp-PID-NAME
 
 
 def version_name(version: int) -> str:
@@ -144,7 +146,7 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
     write that fails (a full disk) removes its temporary file. `mode`: the file's
     permissions from its creation on (0o600: never readable by others, not even as the
     temporary file); None: the process's defaults."""
-    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    tmp = _temp_path(path, os.getpid())
     try:
         # without a mode, as open(tmp, "wb") makes it: 0o666 less the umask
         exclusive, perms = (0, 0o666) if mode is None else (os.O_EXCL, mode)
@@ -158,6 +160,49 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+def _temp_path(path: Path, pid: int) -> Path:
+    return path.with_name(f"{_TEMP_PREFIX}{pid}-{path.name}")
+
+
+def remove_stale_temps(path: Path, max_age_s: float) -> list[Path]:
+    """Remove the temporary files `write_atomic` left beside `path` when a writer was killed
+    mid-way: those whose process is gone, and those older than `max_age_s` (their PID may
+    have been reused since). What it removed."""
+    suffix = f"-{path.name}"
+    try:
+        names = [n for n in os.listdir(path.parent) if n.startswith(_TEMP_PREFIX)]
+    except FileNotFoundError:
+        return []
+    removed = []
+    for name in names:
+        pid = name[len(_TEMP_PREFIX) : -len(suffix)] if name.endswith(suffix) else ""
+        if not pid.isdigit():
+            continue  # another file's
+        tmp = path.parent / name
+        try:
+            young = time.time() - tmp.stat().st_mtime < max_age_s
+        except FileNotFoundError:
+            continue
+        if not (young and _alive(int(pid))):
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    except OverflowError:
+        return False
+    return True
 
 
 def publish_dir(tmp: Path, final: Path) -> None:

@@ -4,7 +4,8 @@ Two small JSON files, each replaced atomically by its writer (an indexing run, o
 for a cycle that died) and read by anyone: `state/last_ingestion.json` after a run that
 published or checked a version, and `state/last_failure.json` after a run (or one of its
 sources) that failed. They are run state, never part of a
-version; a missing or unreadable file reads as None.
+version; a missing or unreadable file reads as None. A failure's sentence is redacted as it
+is written (redaction.py): it may quote an endpoint that echoed its key.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TypeVar
 import msgspec
 
 from .layout import DataDir, write_atomic
+from .redaction import redact
 from .times import iso_utc
 
 LAST_INGESTION_FILE = "last_ingestion.json"
@@ -60,7 +62,7 @@ def write_last_ingestion(data: DataDir, metrics: IngestionMetrics) -> None:
 
 
 def write_last_failure(data: DataDir, failure: IngestionFailure) -> None:
-    _write(last_failure_path(data), failure)
+    _write(last_failure_path(data), msgspec.structs.replace(failure, error=redact(failure.error)))
 
 
 def record(write: Callable[[DataDir, T], None], data: DataDir, outcome: T) -> None:

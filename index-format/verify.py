@@ -6,8 +6,9 @@ Two levels, both read-only:
   there with the size and sha256 recorded when it was written (format 1.2; older versions
   record none and are checked by structure alone);
 - **structure**: chunk records and page tables decode and agree with the manifest's
-  counts, vectors and owners have the shapes the records say, HNSW graphs load with the
-  right count, the Tantivy index opens and holds exactly the live chunks.
+  counts, vectors and owners have the shapes the records say (and every vector is
+  finite), HNSW graphs load with the right count, the Tantivy index opens and holds
+  exactly the live chunks.
 
 `docdex verify`, the server (before it serves a version) and a full indexing run (before
 it reuses anything of the version it starts from) use this module.
@@ -44,12 +45,13 @@ SEGMENT_FILES = (CHUNKS_FILE, VECTORS_FILE, OWNERS_FILE, HNSW_FILE)
 TOKEN_FILES = (TOKVECS_FILE, TOKSCALE_FILE, TOKIDS_FILE, TOKOFFSETS_FILE, TOKPROJ_FILE)
 CHECKSUMS_MINOR = 2  # the format minor that records checksums
 _CURRENT_TEXT = re.compile(rb"[0-9]{8}\n")
+FINITE_ROWS = 65_536  # vectors checked for NaN and infinity at a time (a bounded copy)
 OLD_FORMAT_NOTE = "no checksums recorded (older format)"
 
 
 class Problem(msgspec.Struct, frozen=True):
     file: str  # relative to the data directory
-    kind: str  # missing | size | checksum | decode | shape | count | open | model
+    kind: str  # missing | size | checksum | decode | shape | count | open | model | value
     detail: str  # one sentence
 
 
@@ -285,7 +287,7 @@ def _segment(data: DataDir, ref: SegmentRef, dim: int, damaged: set[str]) -> Ite
     rel = f"segments/{ref.id}"
     checks = [
         (CHUNKS_FILE, lambda: _chunk_records(folder, ref)),
-        (VECTORS_FILE, lambda: _array(folder / VECTORS_FILE, (ref.windows, dim), np.float16)),
+        (VECTORS_FILE, lambda: _vectors(folder / VECTORS_FILE, (ref.windows, dim))),
         (OWNERS_FILE, lambda: _owners(folder / OWNERS_FILE, ref)),
         (HNSW_FILE, lambda: _hnsw(folder / HNSW_FILE, dim, ref.windows)),
     ]
@@ -340,6 +342,24 @@ def _array(path: Path, shape: tuple[int, ...], dtype) -> tuple[str, str] | None:
     if array.shape != shape or array.dtype != np.dtype(dtype):
         found = f"{np.dtype(array.dtype).name} {array.shape}"
         return "shape", f"it holds {found}, not {np.dtype(dtype).name} {shape}"
+    return None
+
+
+def _vectors(path: Path, shape: tuple[int, int]) -> tuple[str, str] | None:
+    """Vectors of the shape the records say, each finite (a NaN or an infinity has no
+    direction: every search that meets it would rank by it)."""
+    wrong = _array(path, shape, np.float16)
+    if wrong:
+        return wrong
+    vectors = np.load(path, mmap_mode="r", allow_pickle=False)
+    for start in range(0, len(vectors), FINITE_ROWS):
+        broken = ~np.isfinite(vectors[start : start + FINITE_ROWS]).all(axis=1)
+        if broken.any():
+            window = start + int(np.argmax(broken))
+            return "value", (
+                f"window {window}'s vector is not finite (NaN or infinity): `docdex index "
+                "--full` embeds every source again"
+            )
     return None
 
 

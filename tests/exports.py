@@ -1,25 +1,29 @@
-"""The shipped model laid out as an ONNX export directory, from the installed package files
-(model/files.py says where the weights and the tokenizer are)."""
+"""The shipped model laid out as an ONNX export directory: the installed weights, the tokenizer
+docdex ships (model/files.py) and the configuration files sentence-transformers writes beside
+them (tests/data/minilm-export, as all-MiniLM-L6-v2's export has them)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-from docdex.model.files import TOKENIZER_PKG, package_dir, weights_path
+from docdex.model.files import tokenizer_path, weights_path
 
-EXPORT_FILES = ("tokenizer.json", "config.json", "sentence_bert_config.json")
+EXPORT_CONFIG = Path(__file__).parent / "data" / "minilm-export"
+CONFIG_FILES = ("config.json", "sentence_bert_config.json", "1_Pooling/config.json")
+
+
+def export_files() -> dict[str, bytes]:
+    """Each file of the export but the weights, by its path inside the export directory."""
+    files = {name: (EXPORT_CONFIG / name).read_bytes() for name in CONFIG_FILES}
+    return {"tokenizer.json": tokenizer_path().read_bytes(), **files}
 
 
 def export_dir(target: Path) -> Path:
     """model.onnx, tokenizer.json, config.json, sentence_bert_config.json and
     1_Pooling/config.json, as sentence-transformers exports all-MiniLM-L6-v2."""
-    source = package_dir(TOKENIZER_PKG)
-    assert source is not None
     target.mkdir(parents=True)
     (target / "model.onnx").symlink_to(weights_path())
-    for name in EXPORT_FILES:
-        shutil.copy(source / "model" / name, target / name)
-    (target / "1_Pooling").mkdir()
-    shutil.copy(source / "model" / "1_Pooling" / "config.json", target / "1_Pooling/config.json")
+    for name, data in export_files().items():
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        (target / name).write_bytes(data)
     return target

@@ -1,6 +1,7 @@
 """The client side of an OAuth flow for the tests: the MCP SDK's OAuthClientProvider with
 tokens kept in memory, an MCP session through it, and the redirect back from the consent
-page that hands the code to the client."""
+page that hands the code to the client; and one authorization by hand over HTTP
+(`Authorization`), for the tests that look at each step."""
 
 from __future__ import annotations
 
@@ -84,12 +85,79 @@ def run_session(auth: OAuthClientProvider, calls: list[tuple[str, dict]]) -> lis
 
 def authorization_request(browser: httpx2.Client, **extra: str) -> dict[str, str]:
     """The /authorize parameters of a client `browser` registers on the spot (PKCE S256)."""
-    client = browser.post("/register", json={"redirect_uris": [REDIRECT]}).json()
-    return {
-        "response_type": "code",
-        "client_id": client["client_id"],
-        "redirect_uri": REDIRECT,
-        "code_challenge": PKCEParameters.generate().code_challenge,
-        "code_challenge_method": "S256",
-        **extra,
-    }
+    return Authorization(register(browser), **extra).params
+
+
+# --- one authorization by hand, over HTTP: register, /authorize, consent, /token ------------
+
+
+def register(browser: httpx2.Client, *redirect_uris: str, **metadata: object) -> dict:
+    """The registration of a client (201), by its redirect URIs (REDIRECT when none given)."""
+    body = {"redirect_uris": list(redirect_uris) or [REDIRECT], **metadata}
+    reply = browser.post("/register", json=body)
+    assert reply.status_code == 201, reply.text
+    return reply.json()
+
+
+class Authorization:
+    """One authorization request of a registered client: its PKCE pair and its parameters."""
+
+    def __init__(self, client: dict, **extra: str) -> None:
+        self.client = client
+        self.pkce = PKCEParameters.generate()
+        self.params = {
+            "response_type": "code",
+            "client_id": client["client_id"],
+            "redirect_uri": client["redirect_uris"][0],
+            "code_challenge": self.pkce.code_challenge,
+            "code_challenge_method": "S256",
+            "state": "st-" + self.pkce.code_challenge[:8],
+            **extra,
+        }
+
+    def consent_page(self, browser: httpx2.Client) -> httpx2.Response:
+        """The consent page /authorize sends the browser to."""
+        asked = browser.get("/authorize", params=self.params)
+        assert asked.status_code == 302, asked.text
+        page = browser.get(asked.headers["location"])
+        assert page.status_code == 200, page.text
+        return page
+
+    def code(self, browser: httpx2.Client, secret: str) -> str:
+        """The code the owner's `secret` on the consent page sends back to the client."""
+        answer = answer_consent(browser, self.consent_page(browser), secret)
+        assert answer.status_code == 303, answer.text
+        return parse_qs(urlsplit(answer.headers["location"]).query)["code"][0]
+
+    def exchange(self, browser: httpx2.Client, code: str, **extra: str) -> httpx2.Response:
+        """/token's answer for `code`, with this request's PKCE verifier."""
+        return token_request(
+            browser,
+            self.client,
+            grant_type="authorization_code",
+            code=code,
+            redirect_uri=self.params["redirect_uri"],
+            code_verifier=self.pkce.code_verifier,
+            **extra,
+        )
+
+    def tokens(self, browser: httpx2.Client, secret: str) -> dict:
+        """The tokens of a whole authorization: consent with `secret`, then /token."""
+        reply = self.exchange(browser, self.code(browser, secret))
+        assert reply.status_code == 200, reply.text
+        return reply.json()
+
+
+def answer_consent(
+    browser: httpx2.Client, page: httpx2.Response, secret: str, decision: str = "allow"
+) -> httpx2.Response:
+    form = {"request": form_field(page.text, "request"), "secret": secret, "decision": decision}
+    return browser.post("/oauth/consent", data=form)
+
+
+def token_request(browser: httpx2.Client, client: dict, path: str = "/token", **fields: str):
+    """A form posted to /token or /revoke as `client` (its secret only if it has one)."""
+    form = {"client_id": client["client_id"], **fields}
+    if client.get("client_secret"):
+        form["client_secret"] = client["client_secret"]
+    return browser.post(path, data=form)

@@ -27,6 +27,7 @@ from bench.summary import record, summarise
 SCENARIOS = {  # name -> module
     "fuzz": "fuzz",
     "probe": "probe",
+    "hostile": "hostile",
     "disk-full": "diskfull",
     "crash": "crash",
     "damage": "damage",

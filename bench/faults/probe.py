@@ -100,14 +100,19 @@ ATTACKS = (
 
 
 def run(quick: bool, work: Path) -> list[Row]:
+    return run_attacks(ATTACKS, "probe", work)
+
+
+def run_attacks(attacks: tuple[Attack, ...], scenario: str, work: Path) -> list[Row]:
+    """Every attack's tests in one pytest process; a row per attack, named for `scenario`."""
     report = work / "junit.xml"
-    tests = list(dict.fromkeys(t for attack in ATTACKS for t in attack.tests))
+    tests = list(dict.fromkeys(t for attack in attacks for t in attack.tests))
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     command += [f"--junitxml={report}", *tests]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     outcomes = read_outcomes(report) if report.exists() else {}
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-    return [row(attack, outcomes, last) for attack in ATTACKS]
+    return [row(attack, outcomes, last, scenario) for attack in attacks]
 
 
 def read_outcomes(report: Path) -> dict[str, str]:
@@ -137,12 +142,12 @@ def cases_lost(cases: Counter[str]) -> int:
     return cases["failed"] or (0 if cases["passed"] else 1)
 
 
-def row(attack: Attack, outcomes: dict[str, str], last: str) -> Row:
+def row(attack: Attack, outcomes: dict[str, str], last: str, scenario: str = "probe") -> Row:
     if not attack.tests:
-        return Row(scenario="probe", injected=attack.what, count=0, lost=0)
+        return Row(scenario=scenario, injected=attack.what, count=0, lost=0)
     per_test = {test: cases_of(test, outcomes) for test in attack.tests}
     return Row(
-        scenario="probe",
+        scenario=scenario,
         injected=attack.what,
         count=sum(cases.total() for cases in per_test.values()),
         lost=sum(cases_lost(cases) for cases in per_test.values()),

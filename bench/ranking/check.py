@@ -37,6 +37,11 @@ SETS = {  # file -> corpus (a key of bench.common.CORPORA)
     "mkdocs.handwritten.jsonl": "mkdocs",
     "rustbook.handwritten.jsonl": "rustbook",
     "hugo.handwritten.jsonl": "hugo",
+    "material.handwritten.jsonl": "material",
+    "pymdownx.handwritten.jsonl": "pymdownx",
+    "starlight.handwritten.jsonl": "starlight",
+    "sqlmodel.handwritten.jsonl": "sqlmodel",
+    "cargo.handwritten.jsonl": "cargo",
 }
 CLASSES = {"handwritten", "unanswerable"}
 KINDS = {"off-topic", "near-miss"}
@@ -259,10 +264,11 @@ def _git(repo: Path, *args: str) -> str:
     ).stdout
 
 
-def corpora_present() -> bool:
-    from bench.common import SHARED
+def corpora_present(names: Iterable[str] = SETS) -> bool:
+    """Whether the bundle of every corpus the set files `names` are judged on is here."""
+    from bench.common import corpus_bundle
 
-    return (SHARED / "corpora").is_dir()
+    return all(corpus_bundle(SETS[name]).is_file() for name in names)
 
 
 def open_corpus(name: str) -> Corpus:
@@ -327,8 +333,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown set file(s): {', '.join(unknown)}", file=sys.stderr)
         return 2
     with_corpus = not args.format
-    if with_corpus and not corpora_present():
-        print("corpora not found (../shared/corpora); use --format", file=sys.stderr)
+    if with_corpus and not corpora_present(names):
+        print("corpora not found (bench/corpora, ../shared/corpora); use --format", file=sys.stderr)
         return 2
     problems = run(names, with_corpus)
     for line in problems.lines:

@@ -13,6 +13,7 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping
+from importlib import metadata
 from pathlib import Path
 
 from docdex.errors import DocdexError
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="docdex", description="Documentation search for AI agents, from markdown in git."
     )
+    parser.add_argument("--version", action="version", version=f"docdex {_version()}")
     parser.add_argument(
         "--data", help="data directory (default: $DOCDEX_DATA or $XDG_DATA_HOME/docdex)"
     )
@@ -80,6 +82,13 @@ def _context(args: argparse.Namespace, environ: Mapping[str, str]) -> Context:
         level=args.log_level or environment.log_level or args.default_log_level,
     )
     return Context(DataDir(data), environment, logs)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("docdex")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
 
 
 def _level_name(text: str) -> str:

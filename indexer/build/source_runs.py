@@ -31,6 +31,7 @@ from docdex.index_format.records import (
     SourceState,
     StoredPage,
 )
+from docdex.index_format.redaction import redact
 from docdex.index_format.refs import base_of, split_key
 from docdex.index_format.store import (
     load_pages,
@@ -227,9 +228,10 @@ def _check_it_may_fail(
 
 
 def _failed(state: SourceState, error: str) -> SourceState:
-    """A failed entry keeps serving what it had; the error is reported beside it."""
+    """A failed entry keeps serving what it had; the error is reported beside it (redacted:
+    the version holds it, and an embedder's sentence may quote a key)."""
     since = state.failed_since or iso_utc()
-    return msgspec.structs.replace(state, last_error=error, failed_since=since)
+    return msgspec.structs.replace(state, last_error=redact(error), failed_since=since)
 
 
 def _new_state(src: SourceRun, branch: str, **fields: Any) -> SourceState:

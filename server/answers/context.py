@@ -10,11 +10,15 @@ Climbing on to the enclosing sections of a short one held no more judged section
 corpus measured, for more characters (docs/retrieval.md).
 
 The text stays an exact slice of the page (start_line-end_line), the matched chunk's lines
-are chunk_start_line-chunk_end_line, and `context` says how it was widened. A later hit
-whose lines an earlier hit's text holds adds nothing: it is left out, and the next one
-takes its place; and a page's hits after its first two follow the other pages' hits, so
-that fragments of one page do not fill the list (docs/retrieval.md, "Hits with their
-context").
+are chunk_start_line-chunk_end_line, and `context` says how it was widened. No line of a
+page comes twice. A later hit whose chunk an earlier hit's text holds adds nothing: it is
+left out, and the next one takes its place. A later hit whose section holds earlier hits of
+its page (a page's first section, which is the whole page, after a subsection) is folded
+into the first of them: that one keeps its rank, chunk and score and shows the section, the
+others are left out. Otherwise a later hit's widening stops at the lines earlier hits of its
+page show: it takes the chunks beside it up to them. A page's hits after its first two
+follow the other pages' hits, so that fragments of one page do not fill the list
+(docs/retrieval.md, "Hits with their context").
 """
 
 from __future__ import annotations
@@ -72,8 +76,65 @@ def with_context(
             continue
         after = wanted - len(kept) - 1
         room = min(context_chars, budget.allowance(after))
-        kept.append(budget.spend(widened(engine, hit, room), after))
+        kept = _with_hit(engine, kept, hit, room, budget, after)
     return msgspec.structs.replace(result, results=kept)
+
+
+def _with_hit(
+    engine: Engine, kept: list[Hit], hit: Hit, room: int, budget: Budget, after: int
+) -> list[Hit]:
+    """`kept` and `hit`, widened, with no line twice: when `hit`'s section holds the earlier
+    hits of its page that it overlaps, it is folded into the first of them; otherwise its
+    widening stops at their lines."""
+    wide = widened(engine, hit, room)
+    overlapped = [n for n, earlier in enumerate(kept) if _overlap(earlier, wide)]
+    if not overlapped:
+        return [*kept, budget.spend(wide, after)]
+    if wide.context == SECTION and all(_inside(kept[n], wide) for n in overlapped):
+        return _folded_into(kept, overlapped, wide, budget, after)
+    shown = [(h.start_line, h.end_line) for h in kept if h.doc_id == hit.doc_id]
+    return [*kept, budget.spend(widened(engine, hit, room, shown), after)]
+
+
+def _folded_into(
+    kept: list[Hit], held: list[int], wide: Hit, budget: Budget, after: int
+) -> list[Hit]:
+    """`kept` with the first of the hits `held` (their indexes) widened to `wide`'s text,
+    which holds them all, and the others left out: it keeps its rank, its chunk and score,
+    and takes the section `wide` names. `after`: the hits still to come after `wide`'s."""
+    first = kept[held[0]]
+    budget.left += sum(len(kept[n].text) for n in held)  # given back, then spent again
+    folded = msgspec.structs.replace(
+        first,
+        text=wide.text,
+        start_line=wide.start_line,
+        end_line=wide.end_line,
+        heading=wide.heading,
+        context=wide.context,
+        chunk_start_line=first.matched_lines[0],
+        chunk_end_line=first.matched_lines[1],
+        truncated=False,
+    )
+    folded = budget.spend(folded, after + len(held))  # to come: the places it leaves too
+    return [folded if n == held[0] else h for n, h in enumerate(kept) if n not in held[1:]]
+
+
+def _overlap(earlier: Hit, hit: Hit) -> bool:
+    """Whether the two texts share a line of their page."""
+    return (
+        earlier.doc_id == hit.doc_id
+        and earlier.start_line <= hit.end_line
+        and hit.start_line <= earlier.end_line
+    )
+
+
+def _inside(earlier: Hit, hit: Hit) -> bool:
+    """Whether `hit`'s text holds every line of `earlier`'s."""
+    return (
+        earlier.doc_id == hit.doc_id
+        and hit.start_line <= earlier.start_line
+        and earlier.end_line <= hit.end_line
+    )
 
 
 def _pages_spread(hits: list[Hit], page_hits: int) -> list[Hit]:
@@ -99,12 +160,16 @@ def _holds(earlier: Hit, hit: Hit) -> bool:
     )
 
 
-def widened(engine: Engine, hit: Hit, room: int) -> Hit:
-    """`hit` with its text widened to at most `room` characters (the module's rule)."""
+Lines = tuple[int, int]  # a page's lines, first and last
+
+
+def widened(engine: Engine, hit: Hit, room: int, shown: Sequence[Lines] = ()) -> Hit:
+    """`hit` with its text widened to at most `room` characters (the module's rule), taking
+    no chunk with a line of `shown` (the lines earlier hits of its page show)."""
     found = CHUNK_ID.search(hit.chunk_id)
     if found is None or len(hit.text) >= room:
         return hit
-    page = _Page(engine, hit.doc_id)
+    page = _Page(engine, hit.doc_id, shown)
     at = int(found.group(1))
     if page[at] is None:
         return hit
@@ -131,8 +196,8 @@ class _Page:
     """A page's chunks by number, each read once and only when the widening asks for it
     (a long page's other chunks are never decoded)."""
 
-    def __init__(self, engine: Engine, doc_id: str):
-        self._engine, self._doc_id = engine, doc_id
+    def __init__(self, engine: Engine, doc_id: str, shown: Sequence[Lines] = ()):
+        self._engine, self._doc_id, self._shown = engine, doc_id, shown
         self._read: dict[int, ChunkRecord | None] = {}
 
     def __getitem__(self, number: int) -> ChunkRecord | None:
@@ -149,10 +214,22 @@ class _Page:
         chunk = self[number]
         return chunk if chunk is not None and chunk.headings[: len(headings)] == headings else None
 
+    def free(self, number: int, headings: list[str]) -> ChunkRecord | None:
+        """Chunk `number` when it lies in that section and no earlier hit shows its lines."""
+        chunk = self.within(number, headings)
+        return chunk if chunk is not None and not self.shows(chunk) else None
+
+    def shows(self, chunk: ChunkRecord) -> bool:
+        """Whether an earlier hit of the page shows a line of `chunk`."""
+        return any(
+            first <= chunk.end_line and chunk.start_line <= last for first, last in self._shown
+        )
+
 
 def _section(page: _Page, at: int, room: int) -> tuple[int, int] | None:
     """The first and last chunk of `at`'s section (those around it whose breadcrumb starts
-    with its own: its subsections' too), or None when its text is longer than `room`."""
+    with its own: its subsections' too), or None when its text is longer than `room` or an
+    earlier hit shows some of it."""
     home = page[at]
     assert home is not None
     first = last = at
@@ -162,7 +239,7 @@ def _section(page: _Page, at: int, room: int) -> tuple[int, int] | None:
         while (chunk := page.within(edge + step, home.headings)) is not None:
             edge += step
             length += len(chunk.text)
-            if length > room:
+            if length > room or page.shows(chunk):
                 return None
         first, last = (edge, last) if step < 0 else (first, edge)
     span = (first, last)
@@ -170,8 +247,8 @@ def _section(page: _Page, at: int, room: int) -> tuple[int, int] | None:
 
 
 def _neighbours(page: _Page, at: int, room: int) -> tuple[int, int]:
-    """The chunks around `at` in its section whose text fits in `room`: grown a chunk at a
-    time, the next one first, then the one before."""
+    """The chunks around `at` in its section whose text fits in `room` and that no earlier
+    hit shows: grown a chunk at a time, the next one first, then the one before."""
     home = page[at]
     assert home is not None
     span, grew = (at, at), True
@@ -179,7 +256,7 @@ def _neighbours(page: _Page, at: int, room: int) -> tuple[int, int]:
         grew = False
         for lo, hi in ((span[0], span[1] + 1), (span[0] - 1, span[1])):
             edge = hi if hi > span[1] else lo
-            inside = page.within(edge, home.headings) is not None
+            inside = page.free(edge, home.headings) is not None
             if inside and len(span_text(page.run((lo, hi)))) <= room:
                 span, grew = (lo, hi), True
     return span

@@ -27,7 +27,7 @@ from docdex.server.versions import NoVersion, VersionHolder
 from .budget import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, check_max_chars, within_cap
 from .context import hits_to_ask, with_context
 from .freshness import UNKNOWN, FreshnessWatch
-from .health import health_report
+from .health import failing_models, health_report
 from .instructions import server_instructions
 from .limits import EVERY_SOURCE, SourceLimit
 from .pages import (
@@ -191,8 +191,10 @@ class Docs:
         with self.holder.acquire() as engine:
             states = self.limit.states(engine.manifest.sources)
             version = engine.version
+            failing = failing_models(engine, self.limit)
         sources = self._source_infos(states, fresh=True)
-        return within_cap(SourceList(sources=sources, index_version=version), "sources")
+        answer = SourceList(sources=sources, index_version=version, failing_models=failing)
+        return within_cap(answer, "sources")
 
     def _source_infos(self, states: dict[str, SourceState], fresh: bool) -> list[SourceInfo]:
         """`states` with their descriptions (and, when `fresh`, their freshness, which reads

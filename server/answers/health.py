@@ -7,7 +7,10 @@ Its status, the first that applies:
                     why), or CURRENT itself is damaged (`refused_version.version` null)
     200 "failing"   a source's last run failed (`failed_sources` names each, with why and
                     since when; its last good pages keep serving), or the worker's last
-                    cycle failed after its last good one (`last_ingestion_failure`)
+                    cycle failed after its last good one (`last_ingestion_failure`), or
+                    an endpoint searches use is failing (`failing_models`: the query
+                    embedder, queries answered by BM25 alone; the reranker, hits in
+                    their fused order)
     200 "stale"     a source's ref has been ahead of its index for longer than
                     `stale_after_s` (the hook, the worker or the poller is not working)
     200 "ok"        a version is served and it is the one CURRENT names
@@ -36,6 +39,7 @@ from docdex.server.versions import NoVersion, VersionHolder, VersionStats
 
 from .freshness import Freshness
 from .limits import EVERY_SOURCE, SourceLimit
+from .shapes import FailingModel
 
 if TYPE_CHECKING:
     from docdex.model.protocol import TextEmbedder as Embedder
@@ -63,6 +67,9 @@ def health_report(
             states = limit.states(engine.manifest.sources)
             body.update(_index_summary(engine, states, freshness_of(states)))
             body["models"]["reranker"] = _reranker_name(reranker, engine)
+            body["failing_models"] = {
+                m.role: {"error": m.error, "since": m.since} for m in failing_models(engine, limit)
+            }
             served = engine.manifest.embedder  # the model its queries are embedded with
             body["models"].update(embedder=served.id, dim=served.dim)
     except NoVersion as exc:
@@ -73,6 +80,19 @@ def health_report(
 
 
 WITHHELD = "withheld from a token limited to some sources"
+FAILING_ROLES = {
+    "embedder": "the query embedder is failing, so queries are answered by BM25 alone",
+    "reranker": "the reranker is failing, so hits keep their fused order",
+}
+
+
+def failing_models(engine: Engine, limit: SourceLimit = EVERY_SOURCE) -> list[FailingModel]:
+    """The endpoints the served version's searches use that are failing. Why is withheld
+    from a limited caller: an endpoint's error may quote what another caller searched."""
+    return [
+        FailingModel(role, failure.error if limit.unlimited else WITHHELD, failure.since)
+        for role, failure in sorted(engine.failing_models().items())
+    ]
 
 
 def _withhold(body: dict[str, Any], limit: SourceLimit) -> None:
@@ -108,6 +128,12 @@ def _status(body: dict[str, Any]) -> tuple[str, str]:
 
 
 def _failing(body: dict[str, Any]) -> str:
+    """What is failing ("" when nothing is): indexing, then the endpoints searches use."""
+    models = [f"{FAILING_ROLES[role]}: {f['error']}" for role, f in body["failing_models"].items()]
+    return "; ".join(said for said in (_indexing_failing(body), *models) if said)
+
+
+def _indexing_failing(body: dict[str, Any]) -> str:
     """Why indexing is failing ("" when it is not): the sources whose last run failed, or
     a cycle that failed after the last one that completed."""
     failed = sorted(body["failed_sources"].items())
@@ -138,6 +164,7 @@ def _status_body(
         "total_chunks": 0,
         "sources": {},
         "failed_sources": {},
+        "failing_models": {},
         "refused_version": msgspec.to_builtins(stats.refused_version),
         "last_ingestion": msgspec.to_builtins(metrics.read_last_ingestion(data)),
         "last_ingestion_failure": msgspec.to_builtins(metrics.read_last_failure(data)),

@@ -4,8 +4,9 @@ those sources only, in every answer, as if the others were not indexed at all.
 A limit names configured sources (the names in docdex.toml); a source's every indexed ref
 (`source@ref` entries) goes with it. `Docs.for_caller` applies one to every answer; this
 module holds the rules: which manifest entries a caller sees, the scope its searches run
-in (the engine's own `Scope`, so that other sources never become candidates), and the
-refusals it gets, which list the caller's sources only.
+in (the engine's own `Scope`, so that other sources never become candidates, and whose
+`visible` entries are all `low_confidence` counts), and the refusals it gets, which list the
+caller's sources only.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ class SourceLimit(msgspec.Struct, frozen=True):
         mine = frozenset(self.entries(engine))
         entries = (scope.entries & mine) if scope.entries else _defaults(engine, mine)
         if entries:
-            return msgspec.structs.replace(scope, entries=entries)
+            return msgspec.structs.replace(scope, entries=entries, visible=mine)
         if ref:  # only other sources index this ref: the answer an unknown ref gets
             raise NotFound(
                 f"no source indexes ref {shown(ref)}; list_sources shows each source's refs"

@@ -1,20 +1,49 @@
 """The reindex tool: the server never writes the index; it files a request under state/queue/
-for the indexer (the worker beside `docdex serve`, or one a hook starts) to take."""
+for the indexer (the worker beside `docdex serve`, or one a hook starts) to take.
+
+Who may ask: a request's credential says it (`REINDEX_KEY`, which the HTTP layer puts in
+the request's ASGI scope beside its source limit); a request no credential check accepted
+(a server that requires none, or stdio, where the caller is the machine's own user) may.
+"""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
-from docdex.errors import InvalidArgument, shown
+from docdex.errors import DocdexError, InvalidArgument, shown
 from docdex.index_format.config import ConfigError, load_config
 from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.index_format.queue import IndexRequest, file_request, pending_requests
 from docdex.server.versions import VersionHolder
 
-from .limits import EVERY_SOURCE, SourceLimit
+from .limits import EVERY_SOURCE, SCOPE_KEY, SourceLimit
 from .shapes import ReindexReceipt
 
 log = logging.getLogger("docdex.server")
+
+REINDEX_KEY = "docdex.may_reindex"  # an ASGI scope's key: whether its credential may reindex
+
+
+class ReindexRefused(DocdexError):
+    """The request's credential may search and read, not reindex."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "reindex refused: this token may search and read but not reindex (it lacks the "
+            "scope docdex:reindex; ask the server's owner for a token that has it)"
+        )
+
+
+def may_reindex(scope: Mapping[str, object] | None) -> bool:
+    """Whether the request of ASGI `scope` may reindex: what its credential allows, as the
+    HTTP layer put it there. A request without a credential (no source limit either: a
+    server that requires none, or stdio's None) may; one with a source limit but no word
+    on reindexing may not."""
+    if scope is None:
+        return True
+    allowed = scope.get(REINDEX_KEY)
+    return allowed if isinstance(allowed, bool) else SCOPE_KEY not in scope
 
 
 def request_reindex(

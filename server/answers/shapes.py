@@ -109,10 +109,20 @@ class SourceInfo(msgspec.Struct):
     note: str = ""
 
 
+class FailingModel(msgspec.Struct):
+    """An endpoint searches use that is failing: the query embedder's (queries are answered
+    by BM25 alone) or the reranker's (hits keep their fused order)."""
+
+    role: str  # "embedder" | "reranker"
+    error: str  # why, in a sentence (withheld from a token limited to some sources)
+    since: str  # when it began to fail, ISO 8601 UTC
+
+
 class SourceList(msgspec.Struct):
     sources: list[SourceInfo]
     index_version: int
     omitted: int = 0  # sources left out to keep the answer under the cap (budget.py)
+    failing_models: list[FailingModel] = []  # [] = every endpoint searches use answers
 
 
 class ReindexReceipt(msgspec.Struct):

@@ -1,6 +1,10 @@
 """Whether a search's evidence is weak: `low_confidence` (docs/retrieval.md, "Saying no
 answer"; adr/0027). Decided after ranking, from the query's terms, the index's statistics
-and the first hits; it never changes the ranking."""
+and the first hits; it never changes the ranking.
+
+The statistics are the whole index's, or, for a caller limited to some sources, those of
+the chunks it may read (`Scope.visible`): the chunks of other sources never make a word of
+the question present, rare or common for it (adr/0038)."""
 
 from __future__ import annotations
 
@@ -16,8 +20,10 @@ from docdex.model.protocol import EmbedderUnavailable
 
 from .candidates import Candidate
 from .dense import best_cosine
+from .lexical import filter_queries
 from .loaded import LoadedVersion
 from .query import QueryContext, QueryProfile
+from .scope import Entries, Scope
 
 # Function words (and one-letter terms) are never counted absent, whatever the index holds.
 _FUNCTION_WORDS_TEXT = """
@@ -31,33 +37,88 @@ _FUNCTION_WORDS_TEXT = """
 _FUNCTION_WORDS = frozenset(_FUNCTION_WORDS_TEXT.split())
 
 
+class ChunkCounts:
+    """How many chunks there are, and how many hold a term in a field, among the chunks
+    low_confidence counts. `visible` None: the whole index, from its own statistics (a
+    term's count, as BM25's, still includes deleted chunks until a merge drops them); else
+    the live chunks of those entries, one count query each, each remembered."""
+
+    def __init__(self, version: LoadedVersion, visible: Entries | None = None) -> None:
+        self.searcher, self._schema = version.searcher, version.analysis.schema()
+        self._within = _entries_query(visible) if visible is not None else None
+        self._total: int | None = None
+        self._holding: dict[tuple[str, str], int] = {}
+
+    @property
+    def total(self) -> int:
+        if self._within is None:
+            return self.searcher.num_docs
+        if self._total is None:
+            self._total = self._count(self._within)
+        return self._total
+
+    def holding(self, field: str, term: str) -> int:
+        """How many of the chunks hold `term` in `field`."""
+        if self._within is None:
+            return self.searcher.doc_freq(field, term)
+        if (field, term) not in self._holding:
+            term_query = tantivy.Query.term_query(self._schema, field, term)
+            both = [(tantivy.Occur.Must, q) for q in (term_query, self._within)]
+            self._holding[field, term] = self._count(tantivy.Query.boolean_query(both))
+        return self._holding[field, term]
+
+    def _count(self, query: tantivy.Query) -> int:
+        unscored = tantivy.Query.const_score_query(query, 1.0)  # counted 2-3x sooner
+        found = self.searcher.search(unscored, 1, count=True)
+        return found.count or 0  # type: ignore[attr-defined]  # in tantivy, not in its stub
+
+
+def _entries_query(entries: Entries) -> tantivy.Query:
+    """The chunks of `entries` (none when it is empty)."""
+    if not entries:
+        return tantivy.Query.empty_query()
+    return filter_queries(Scope(entries))[0]
+
+
+Corpus = LoadedVersion | ChunkCounts  # the chunks a rule below counts; a version: all of its
+
+
+def counted(corpus: Corpus) -> ChunkCounts:
+    return corpus if isinstance(corpus, ChunkCounts) else ChunkCounts(corpus)
+
+
 def is_low_confidence(ctx: QueryContext, ranked: list[Candidate]) -> bool:
     """Weak evidence: the query names something the corpus never mentions, or names a thing
     the corpus knows but none of the first hits is about, or the best hit is neither
-    semantically close nor a good lexical match (thresholds: `ctx.settings.confidence`)."""
+    semantically close nor a good lexical match (thresholds: `ctx.settings.confidence`).
+    The corpus is what the caller may read (`ctx.scope.visible`)."""
     if not ranked:
         return True
     version, profile, limits = ctx.version, ctx.profile, ctx.settings.confidence
+    counts = ChunkCounts(version, ctx.scope.visible)
     min_chunks = limits.absence_min_chunks
-    if absent_share(version, profile, min_chunks) >= limits.absent_share and (
-        absence_is_the_subject(ctx, ranked)
+    if absent_share(counts, profile, min_chunks) >= limits.absent_share and (
+        absence_is_the_subject(ctx, ranked, counts)
     ):
         return True
-    if unmatched_names_share(version, profile, ranked[:10], min_chunks) >= limits.absent_share:
+    if unmatched_names_share(counts, profile, ranked[:10], min_chunks) >= limits.absent_share:
         return True
     best_dense = max(c.dense for c in ranked[:10])
     if best_dense >= limits.weak_dense:
         return False
-    return lexical_coverage(version, profile, ranked[0]) < limits.weak_lexical
+    return lexical_coverage(counts, profile, ranked[0]) < limits.weak_lexical
 
 
-def absence_is_the_subject(ctx: QueryContext, ranked: list[Candidate]) -> bool:
+def absence_is_the_subject(
+    ctx: QueryContext, ranked: list[Candidate], counts: ChunkCounts | None = None
+) -> bool:
     """Whether the words no chunk contains are what the question is about: one of them
     names a thing (a product, a place, a version), or the rest of the question, without
     them, comes clearly closer to the corpus. An everyday word of a paraphrase ("continue
-    a download interrupted halfway") changes the best cosine by a few hundredths."""
+    a download interrupted halfway") changes the best cosine by a few hundredths.
+    `counts`: the chunks the caller may read, when already counting."""
     profile = ctx.profile
-    absent = absent_words(ctx.version, profile)
+    absent = absent_words(counts or ChunkCounts(ctx.version, ctx.scope.visible), profile)
     if not absent or any(names_a_thing(word, at) for at, word in absent):
         return True
     dropped = {word for _, word in absent}
@@ -82,36 +143,40 @@ def names_a_thing(word: str, position: int) -> bool:
 _NAMED = re.compile(r"[0-9]|.[A-Z]")
 
 
-def absent_words(version: LoadedVersion, profile: QueryProfile) -> list[tuple[int, str]]:
+def absent_words(corpus: Corpus, profile: QueryProfile) -> list[tuple[int, str]]:
     """(position, word) of the query's words whose every content term no chunk contains."""
+    counts = counted(corpus)
     out = []
     for at, word in enumerate(profile.text.split()):
         terms = content_terms(profile, word)
-        if terms and all(text_frequency(version, t) == 0 for t in terms):
+        if terms and all(text_frequency(counts, t) == 0 for t in terms):
             out.append((at, word))
     return out
 
 
 def unmatched_names_share(
-    version: LoadedVersion, profile: QueryProfile, head: list[Candidate], min_chunks: int
+    corpus: Corpus, profile: QueryProfile, head: list[Candidate], min_chunks: int
 ) -> float:
     """The IDF-weighted share of the query in terms of words that name a thing, which the
     corpus contains but none of `head` does ("a Slack channel" where two pages say Slack
     and no hit is one of them)."""
+    counts = counted(corpus)
     named = {  # term: how many chunks hold it
         term: df
         for at, word in enumerate(profile.text.split())
         if names_a_thing(word, at)
         for term in content_terms(profile, word)
-        if (df := text_frequency(version, term)) > 0
+        if (df := text_frequency(counts, term)) > 0
     }
-    total = version.searcher.num_docs
+    total = counts.total
     if not named or not head or total < min_chunks:
         return 0.0
     ids = [c.chunk.chunk_id for c in head]
-    weight = sum(term_idf(total, text_frequency(version, t)) for t in profile.terms)
+    weight = sum(term_idf(total, text_frequency(counts, t)) for t in profile.terms)
     missed = sum(
-        term_idf(total, df) for t, df in named.items() if not any_contains(version, profile, ids, t)
+        term_idf(total, df)
+        for t, df in named.items()
+        if not any_contains(counts.searcher, profile, ids, t)
     )
     return missed / weight if weight else 0.0
 
@@ -121,13 +186,13 @@ def content_terms(profile: QueryProfile, word: str) -> list[str]:
     return [t for t in profile.analysis.terms(word) if len(t) > 1 and t not in ignored]
 
 
-def text_frequency(version: LoadedVersion, term: str, fields: Sequence[str] = TEXT_FIELDS) -> int:
+def text_frequency(counts: ChunkCounts, term: str, fields: Sequence[str] = TEXT_FIELDS) -> int:
     """How many chunks hold the term in these fields (by default title, headings or text)."""
-    return sum(version.searcher.doc_freq(name, term) for name in fields)
+    return sum(counts.holding(name, term) for name in fields)
 
 
 def any_contains(
-    version: LoadedVersion, profile: QueryProfile, chunk_ids: list[str], term: str
+    searcher: tantivy.Searcher, profile: QueryProfile, chunk_ids: list[str], term: str
 ) -> bool:
     """Whether one of the chunks holds the term in its title, headings or text."""
     schema = profile.analysis.schema()
@@ -140,16 +205,17 @@ def any_contains(
             (tantivy.Occur.Must, tantivy.Query.term_set_query(schema, "chunk_id", chunk_ids)),
         ]
     )
-    return bool(version.searcher.search(query, 1, count=False).hits)
+    return bool(searcher.search(query, 1, count=False).hits)
 
 
-def absent_share(version: LoadedVersion, profile: QueryProfile, min_chunks: int) -> float:
+def absent_share(corpus: Corpus, profile: QueryProfile, min_chunks: int) -> float:
     """The IDF-weighted share of the query's terms that no chunk of the index contains (in
     its title, headings or text): a question about a product, an option or a person that
     the documents never name has no answer in them, however close its other words come.
     Function words count in the weight but are never absent (a tiny index may lack them);
     in an index of fewer than `min_chunks` chunks a word's absence says little."""
-    total = version.searcher.num_docs
+    counts = counted(corpus)
+    total = counts.total
     if total < min_chunks:
         return 0.0
     weight = absent = 0.0
@@ -157,7 +223,7 @@ def absent_share(version: LoadedVersion, profile: QueryProfile, min_chunks: int)
     for fields, term in [(TEXT_FIELDS, t) for t in profile.terms] + [
         ((CJK_FIELD,), t) for t in profile.cjk
     ]:
-        df = text_frequency(version, term, fields)
+        df = text_frequency(counts, term, fields)
         idf = term_idf(total, df)
         weight += idf
         if df == 0 and len(term) > 1 and term not in ignored:
@@ -176,7 +242,7 @@ def function_words(analysis: TextAnalysis) -> frozenset[str]:
     return frozenset(term for word in _FUNCTION_WORDS for term in analysis.terms(word))
 
 
-def lexical_coverage(version: LoadedVersion, profile: QueryProfile, cand: Candidate) -> float:
+def lexical_coverage(counts: ChunkCounts, profile: QueryProfile, cand: Candidate) -> float:
     """1.0 when an identifier of the query occurs in the candidate chunk; otherwise the
     IDF-weighted share of the query's terms that occur in it."""
     chunk = cand.chunk
@@ -191,11 +257,10 @@ def lexical_coverage(version: LoadedVersion, profile: QueryProfile, cand: Candid
     analysis = profile.analysis
     present = {("body", t) for t in analysis.terms(text)}
     present |= {(CJK_FIELD, t) for t in analysis.cjk_terms(text)} if profile.cjk else set()
-    searcher = version.searcher
-    total = searcher.num_docs or 1
+    total = counts.total or 1
     weight = hit = 0.0
     for field_term in wanted:
-        idf = term_idf(total, searcher.doc_freq(*field_term))
+        idf = term_idf(total, counts.holding(*field_term))
         weight += idf
         hit += idf if field_term in present else 0.0
     return hit / weight if weight else 0.0

@@ -29,6 +29,7 @@ import msgspec
 from docdex.errors import InvalidArgument
 from docdex.index_format.layout import DataDir
 from docdex.index_format.records import ChunkRecord, Manifest, ServedPage
+from docdex.model.outage import Failure, failure_of
 
 from .candidates import Candidate, by_score
 from .confidence import is_low_confidence
@@ -38,7 +39,7 @@ from .hits import Hit, SearchResult, to_hit
 from .lexical import bm25_top
 from .loaded import LoadedVersion, check_model
 from .query import QueryContext, profile_query
-from .rerank import Reranker, resolve_reranker
+from .rerank import Reranker, RerankerError, resolve_reranker
 from .retrieval import Retrieval, retrieve
 from .scope import Scope, check_source, entry_doc_id, searched_entries, tagged_pages
 from .settings import DEFAULT_SETTINGS, EngineSettings
@@ -178,6 +179,17 @@ class Engine:
         "endpoint" (RerankerError when the configured one cannot be loaded)."""
         reranker = self._reranker()
         return "none" if reranker is None else reranker.name
+
+    def failing_models(self) -> dict[str, Failure]:
+        """The endpoints this engine's searches use that are failing now, and why:
+        "embedder" (queries are answered by BM25 alone), "reranker" (hits keep the fused
+        order)."""
+        try:
+            reranker = self._reranker()
+        except RerankerError:
+            reranker = None  # `reranker_name` says why none is used
+        found = {"embedder": failure_of(self._embedder), "reranker": failure_of(reranker)}
+        return {role: failure for role, failure in found.items() if failure is not None}
 
     def ref_of(self, entry: str) -> str:
         """The branch or tag a manifest entry indexes."""

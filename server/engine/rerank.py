@@ -9,12 +9,12 @@
   the fused score of the head (the head is still returned before the tail).
 - `endpoint`: a rerank endpoint named by a `[models.NAME]` table (text-embeddings-inference's
   /rerank, vLLM's and llama.cpp's /v1/rerank): its score replaces the fused score of the
-  head, as a cross-encoder's does; when it fails, the head keeps its fused order.
+  head, as a cross-encoder's does; when it fails, the head keeps its fused order, and after
+  a failure the endpoint rests (searches do not wait on it) for QUERY_COOLDOWN_S.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
     from docdex.model.embedder import Embedder
+    from docdex.model.outage import Outage
+    from docdex.model.rerank_endpoint import RemoteReranker
 
 BUILT_IN_RERANKERS = ("default", "none", "maxsim")
 RERANKERS = "default, none, maxsim, cross-encoder:/path/to/model-dir"
@@ -146,31 +148,37 @@ def _passage(candidate: Candidate) -> str:
     return " › ".join(candidate.chunk.headings) + "\n" + candidate.chunk.text
 
 
-log = logging.getLogger("docdex.server")
-
-
 # --- a rerank endpoint ----------------------------------------------------------------------
 
 
 class EndpointReranker:
-    """Scores of the head from a rerank endpoint (model/rerank_endpoint.py)."""
+    """Scores of the head from a rerank endpoint (model/rerank_endpoint.py), with a
+    search's bounds: when it fails, or rests after failing, the head keeps its fused order
+    (the endpoint's client logs the failure once, and /health says why)."""
 
     name = "endpoint"
     needs_tokens = False
     _cache: ClassVar[dict[RerankEndpoint, EndpointReranker]] = {}
     _cache_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, spec: RerankEndpoint) -> None:
-        from docdex.model.rerank_endpoint import RemoteReranker
-
-        self.remote = RemoteReranker(spec)
+    def __init__(self, remote: RemoteReranker) -> None:
+        self.remote = remote
 
     @classmethod
-    def cached(cls, spec: RerankEndpoint) -> EndpointReranker:
+    def cached(cls, spec: RerankEndpoint, **options: Any) -> EndpointReranker:
+        """The one reranker of `spec`, whichever version asks (so a failure rests the
+        endpoint for all); `options` (sleep, clock) go to `RemoteReranker.for_queries`
+        when it is first made."""
+        from docdex.model.rerank_endpoint import RemoteReranker
+
         with cls._cache_lock:
             if spec not in cls._cache:
-                cls._cache[spec] = cls(spec)
+                cls._cache[spec] = cls(RemoteReranker.for_queries(spec, **options))
             return cls._cache[spec]
+
+    @property
+    def outage(self) -> Outage:
+        return self.remote.outage
 
     def rerank(
         self, ctx: QueryContext, candidates: list[Candidate], encoding: QueryEncoding
@@ -178,8 +186,7 @@ class EndpointReranker:
         passages = [_passage(c) for c in candidates]
         try:
             scores = self.remote.scores(ctx.profile.text, passages)
-        except DocdexError as exc:  # the fused order stands; the search still answers
-            log.warning("rerank endpoint failed, keeping the fused order: %s", exc)
+        except DocdexError:  # the fused order stands; the search still answers
             return
         for c, s in zip(candidates, scores, strict=True):
             c.score = s

@@ -39,8 +39,8 @@ def retrieve(ctx: QueryContext, with_tokens: bool) -> Retrieval:
     with parallel.start([partial(bm25_top, ctx)], ctx.settings.helpers) as lexical:
         try:
             encoding = encode_query(ctx.embedder, ctx.profile.text, with_tokens)
-        except EmbedderUnavailable as exc:
-            log.warning("the query was not embedded, BM25 answers alone: %s", exc)
+        except EmbedderUnavailable as exc:  # an endpoint logs its failure once, not per query
+            log.debug("the query was not embedded, BM25 answers alone: %s", exc)
             encoding = QueryEncoding(
                 np.zeros(ctx.version.manifest.embedder.dim, np.float32), None, None
             )

@@ -24,11 +24,14 @@ def as_entries(source: str | Entries) -> Entries:
 
 class Scope(msgspec.Struct, frozen=True):
     """What a search may return: chunks of these entries, under this path prefix, of these
-    pages (the tags filter); every part is applied inside both retrievals."""
+    pages (the tags filter); every part is applied inside both retrievals. `visible`: the
+    entries a caller limited to some sources may read, whose chunks alone the search's
+    `low_confidence` counts (confidence.py), as if no other entry were indexed."""
 
     entries: Entries = frozenset()  # empty: every entry
     path_prefix: str = ""
     pages: frozenset[str] | None = None  # doc ids; None: any page
+    visible: Entries | None = None  # None: every entry (an unlimited caller)
 
     @property
     def everything(self) -> bool:

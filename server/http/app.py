@@ -52,7 +52,7 @@ from docdex.index_format.layout import DataDir
 from docdex.server.answers.docs import Docs
 from docdex.server.boot import Boot, open_docs
 from docdex.server.mcp.deferred import DeferredMCP
-from docdex.server.mcp.envelope import refusal
+from docdex.server.mcp.envelope import parse
 
 from .auth import OPEN_PATHS, BearerAuth, HostCheck, allowed_hosts, check_bind
 from .auth import transport_security as make_transport_security
@@ -157,14 +157,15 @@ class PostOnly:
             await self._checked(scope, receive, send)
 
     async def _checked(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The body read first (up to the SDK's own bound, past which the SDK refuses it):
-        a message that is no JSON-RPC request is answered here (server/mcp/envelope.py)."""
+        """The body read first (up to the SDK's own bound, past which the SDK refuses it) and
+        parsed once: a message that is no JSON-RPC request is answered here
+        (server/mcp/envelope.py), and the scope a call needs is decided on what was parsed."""
         body, more = await _read_body(receive, MAX_CHECKED_BODY)
-        problem = refusal(body) if not more else None
+        message, problem = parse(body) if not more else (None, None)
         if problem is not None:
             await JSONResponse(problem.reply(), status_code=400)(scope, receive, send)
             return
-        if await refused_scope(scope, body, send):  # a reindex call without its scope: 403
+        if await refused_scope(scope, message, send):  # a reindex call without its scope: 403
             return
         await self.app(scope, _replayed(body, more, receive), send)
 

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import msgspec
 
 from docdex.server.answers.limits import SCOPE_KEY, SourceLimit
+from docdex.server.answers.reindex import REINDEX_KEY
 
 GRANT = "docdex.grant"  # the scope key of the request's Grant
 STATIC_CLIENT = "DOCDEX_TOKEN"  # the client a grant of $DOCDEX_TOKEN names
@@ -64,10 +65,11 @@ def is_authorized(scope: Mapping[str, Any]) -> bool:
 
 
 def granted(scope: dict, grant: Grant) -> None:
-    """Put `grant` in a request's (copied) ASGI scope, with the source limit the answers
-    read (limits.py's SCOPE_KEY)."""
+    """Put `grant` in a request's (copied) ASGI scope, with what the answers read of it: its
+    source limit (limits.py's SCOPE_KEY) and whether it may reindex (reindex.py's)."""
     scope[GRANT] = grant
     scope[SCOPE_KEY] = grant.limit
+    scope[REINDEX_KEY] = grant.allows(REINDEX_SCOPE)
 
 
 def stored_grant(

@@ -6,6 +6,10 @@ over stdio answers invalid JSON and batches with nothing at all. JSON-RPC 2.0 (a
 which has no batches since 2025-06-18) says: -32700 for what is not JSON, -32600 for what
 is not a request, with the id when one can be read, else null. Both transports check each
 message here first (http/app.py, stdio.py); this module imports nothing of the SDK.
+
+A message nested deeper than MAX_DEPTH arrays and objects is a parse error too: no MCP
+message needs a tenth of that, Python's parser gives up (RecursionError) near 1,000 levels
+and pydantic's near 200, and a message refused here never reaches either.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any, NamedTuple
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+MAX_DEPTH = 64
 
 
 class Refusal(NamedTuple):
@@ -27,12 +32,64 @@ class Refusal(NamedTuple):
         return {"jsonrpc": "2.0", "id": self.id, "error": error}
 
 
-def refusal(text: str | bytes) -> Refusal | None:
-    """Why the message `text` is no JSON-RPC message, or None when it is one."""
+class Parsed(NamedTuple):
+    """A message as read: its JSON value (None when it is not JSON), and why it is no
+    JSON-RPC message (None when it is one)."""
+
+    message: Any
+    refusal: Refusal | None
+
+
+NOT_JSON = Refusal(None, PARSE_ERROR, "parse error: the message is not JSON")
+TOO_DEEP = Refusal(
+    None,
+    PARSE_ERROR,
+    f"parse error: the message is nested deeper than {MAX_DEPTH} levels of arrays and objects",
+)
+
+
+def parse(text: str | bytes) -> Parsed:
+    """The message `text`, read once: what the transports check and decide on."""
     try:
         message = json.loads(text)
+    except RecursionError:
+        return Parsed(None, TOO_DEEP)
     except ValueError:
-        return Refusal(None, PARSE_ERROR, "parse error: the message is not JSON")
+        return Parsed(None, NOT_JSON)
+    if _openings(text) > MAX_DEPTH and _nested_deeper(message, MAX_DEPTH):
+        return Parsed(None, TOO_DEEP)
+    return Parsed(message, _message_refusal(message))
+
+
+def refusal(text: str | bytes) -> Refusal | None:
+    """Why the message `text` is no JSON-RPC message, or None when it is one."""
+    return parse(text).refusal
+
+
+def _openings(text: str | bytes) -> int:
+    """How many `[` and `{` the text holds: no message nests deeper (most hold a few)."""
+    if isinstance(text, bytes):
+        return text.count(b"[") + text.count(b"{")
+    return text.count("[") + text.count("{")
+
+
+def _nested_deeper(value: Any, limit: int) -> bool:
+    """Whether `value` holds arrays and objects more than `limit` levels deep (a level at a
+    time, so that no depth can exhaust the stack)."""
+    level = [value] if isinstance(value, list | dict) else []
+    for _ in range(limit):
+        level = [
+            child
+            for node in level
+            for child in (node.values() if isinstance(node, dict) else node)
+            if isinstance(child, list | dict)
+        ]
+        if not level:
+            return False
+    return True
+
+
+def _message_refusal(message: Any) -> Refusal | None:
     if isinstance(message, list):
         return Refusal(None, INVALID_REQUEST, "batches are not part of MCP: send one message")
     if not isinstance(message, dict):

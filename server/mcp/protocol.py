@@ -1,11 +1,18 @@
 """Where the SDK's answers depart from the protocol, put right in front of it.
 
-- docdex offers no prompts: `initialize` does not advertise the capability, and
-  `prompts/get` names no prompt (-32602, not the SDK's code 0 and a logged traceback).
+- docdex offers no prompts: connecting (`initialize`, `server/discover`) does not declare
+  the capability, and its methods (`prompts/list`, `prompts/get`) are -32601, method not
+  found, under every protocol version, as the SDK answers the methods of the other
+  capabilities docdex does not declare (logging, completions). The SDK would answer
+  prompts/list with an empty list: a server that answers a capability's methods has that
+  capability, declared or not. Under 2026-07-28 the HTTP transport sends -32601 with status
+  404, as that version says for a method the server does not implement.
 - A call to a tool that does not exist is the protocol error -32602 the specification lists,
   not a tool result with `isError`.
 - `tools/list` has one page: a cursor it never gave is refused (-32602), as
   `resources/list` refuses one.
+- Connecting declares no change notifications (`listChanged`, `subscribe`), under every
+  protocol version: docdex sends none.
 """
 
 from __future__ import annotations
@@ -15,9 +22,12 @@ from typing import Any
 from mcp.server.context import CallNext, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS
+from mcp.types import INVALID_PARAMS, METHOD_NOT_FOUND
 
 from .resources import CONNECTING
+
+# The methods of the capabilities docdex does not declare, which the SDK serves anyway.
+UNDECLARED = {"prompts/list": "prompts", "prompts/get": "prompts"}
 
 
 def keep_to_the_protocol(mcp: MCPServer) -> None:
@@ -26,10 +36,11 @@ def keep_to_the_protocol(mcp: MCPServer) -> None:
 
     async def check(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
         params = ctx.params if isinstance(ctx.params, dict) else {}
-        if ctx.method == "prompts/get":
+        if ctx.method in UNDECLARED:
             raise MCPError(
-                code=INVALID_PARAMS,
-                message=f"no prompt named {params.get('name')!r}: docdex offers no prompts",
+                code=METHOD_NOT_FOUND,
+                message=f"method not found: docdex offers no {UNDECLARED[ctx.method]}",
+                data=ctx.method,
             )
         if ctx.method == "tools/call":
             if not tools:
@@ -47,15 +58,25 @@ def keep_to_the_protocol(mcp: MCPServer) -> None:
             )
         result = await call_next(ctx)
         if ctx.method in CONNECTING and isinstance(result, dict):
-            return _without_prompts(result)
+            return _as_declared(result)
         return result
 
     mcp.middleware.append(check)
 
 
-def _without_prompts(result: dict[str, Any]) -> dict[str, Any]:
+# The flags that promise notifications docdex never sends: its tools never change, and a new
+# index version is not announced. Under 2026-07-28 the SDK sets them all, since it serves
+# subscriptions/listen; the handshake versions already have them false.
+SILENT = {"tools": ("listChanged",), "resources": ("listChanged", "subscribe")}
+
+
+def _as_declared(result: dict[str, Any]) -> dict[str, Any]:
+    """A connecting result's capabilities as docdex has them: no prompts, no notifications."""
     capabilities = result.get("capabilities")
-    if not isinstance(capabilities, dict) or "prompts" not in capabilities:
+    if not isinstance(capabilities, dict):
         return result
-    rest = {k: v for k, v in capabilities.items() if k != "prompts"}
-    return {**result, "capabilities": rest}
+    declared = {k: v for k, v in capabilities.items() if k != "prompts"}
+    for name, flags in SILENT.items():
+        if isinstance(declared.get(name), dict):
+            declared[name] = {**declared[name], **dict.fromkeys(flags, False)}
+    return {**result, "capabilities": declared}

@@ -29,6 +29,7 @@ from docdex.server.answers.shapes import Document, PageList, ReindexReceipt, Sou
 from docdex.server.answers.validation import MAX_LIMIT
 from docdex.server.engine import MAX_RESULTS, Hit, SearchResult
 
+from .arguments import ArgumentSchema
 from .caller import Caller
 from .protocol import keep_to_the_protocol
 from .resources import MARKDOWN, add_resources
@@ -125,16 +126,32 @@ _FILES_A_REQUEST = ToolAnnotations(
 
 
 class DocdexMCP(MCPServer):
-    """The SDK's server, with arguments that fail validation answered in plain sentences
-    (the SDK's own message names pydantic's internal model and links to its docs)."""
+    """The SDK's server, with arguments checked strictly against each tool's declared input
+    schema before the SDK's lax validation (arguments.py), and what fails either answered in
+    plain sentences (the SDK's own message names pydantic's internal model and links to its
+    docs)."""
+
+    _schemas: dict[str, ArgumentSchema] | None = None
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        schema = (await self._argument_schemas()).get(name)
+        problems = schema.problems(arguments) if schema is not None else []
+        if problems:
+            raise ToolError(f"invalid arguments for {name}: " + "; ".join(problems))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(argument_errors(name, exc.__cause__)) from exc.__cause__
             raise
+
+    async def _argument_schemas(self) -> dict[str, ArgumentSchema]:
+        """Each tool's input schema as list_tools declares it (read at the first call, once
+        every tool is registered)."""
+        if self._schemas is None:
+            tools = await self.list_tools()
+            self._schemas = {t.name: ArgumentSchema(t.name, t.input_schema) for t in tools}
+        return self._schemas
 
 
 def argument_errors(tool: str, error: ValidationError) -> str:
@@ -245,7 +262,7 @@ def _add_reindex_tool(mcp: MCPServer, caller: Caller) -> None:
     def reindex(
         source: Annotated[str, Field(description="source name ('' = every source)")] = "",
     ) -> Annotated[CallToolResult, pydantic_model(ReindexReceipt)]:
-        return _answer("reindex", lambda: caller().reindex(source))
+        return _answer("reindex", lambda: caller.reindex(source))
 
     mcp.add_tool(reindex, description=REINDEX_DESCRIPTION, annotations=_FILES_A_REQUEST)
 

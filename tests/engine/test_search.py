@@ -799,12 +799,11 @@ def tiny_cross_encoder_onnx() -> bytes:
 
 @pytest.fixture(scope="module")
 def cross_encoder_dir(tmp_path_factory, embedder) -> Path:
-    from docdex.model.files import TOKENIZER_FILE, TOKENIZER_PKG, model_file
+    from docdex.model.files import tokenizer_path
 
     path = tmp_path_factory.mktemp("cross-encoder")
     (path / "model.onnx").write_bytes(tiny_cross_encoder_onnx())
-    tokenizer = model_file(TOKENIZER_PKG, TOKENIZER_FILE, "")
-    (path / "tokenizer.json").write_bytes(tokenizer.read_bytes())
+    (path / "tokenizer.json").write_bytes(tokenizer_path().read_bytes())
     return path
 
 

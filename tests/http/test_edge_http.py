@@ -108,6 +108,70 @@ def test_a_body_that_is_no_request_gets_the_json_rpc_error(server, body, code, a
     assert error["id"] == answer_to and "pydantic" not in reply.decode()
 
 
+def search_call(query_json: str) -> bytes:
+    """A search_docs call whose query is `query_json`, written as is."""
+    return (
+        '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":'
+        f'{{"name":"search_docs","arguments":{{"query":{query_json}}}}}}}'
+    ).encode()
+
+
+DEEP = {  # nested too deep for docdex (and, but the last, for Python's json as well)
+    "1,000 arrays in params": search_call("[" * 1_000 + "]" * 1_000),
+    "1,000 objects in params": search_call('{"a":' * 1_000 + "1" + "}" * 1_000),
+    "100,000 arrays": b"[" * 100_000 + b"]" * 100_000,
+    "100 arrays in params": search_call("[" * 100 + "]" * 100),
+}
+
+
+@pytest.mark.parametrize("body", DEEP.values(), ids=list(DEEP))
+def test_deeply_nested_json_is_a_parse_error_not_a_crash(server, body):
+    status, headers, reply = raw(
+        server, "POST", "/mcp", {**MCP_HEADERS, "Authorization": AUTH}, body
+    )
+    assert status == 400 and headers["content-type"] == "application/json", (status, reply[:200])
+    error = json.loads(reply)
+    assert error["id"] is None and error["error"]["code"] == -32700, error
+    assert "nested deeper than" in error["error"]["message"]
+    assert mcp_post(server) == 200  # the server goes on answering
+    assert "Traceback" not in server.output()
+
+
+MODERN = "2026-07-28"
+
+
+def mcp_call(server: ServeProcess, method: str, params: dict, version: str) -> tuple[int, dict]:
+    """(status, JSON-RPC reply) of one request under the protocol `version`: 2026-07-28 has
+    no handshake, and each request says its version and capabilities in `_meta` and its
+    method (and name) in headers."""
+    headers = {**MCP_HEADERS, "Authorization": AUTH, "MCP-Protocol-Version": version}
+    if version == MODERN:
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        params = {**params, "_meta": meta}
+        headers["Mcp-Method"] = method
+        if "name" in params:
+            headers["Mcp-Name"] = params["name"]
+    body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": method, "params": params})
+    status, _headers, reply = raw(server, "POST", "/mcp", headers, body.encode())
+    return status, json.loads(reply)
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25", MODERN])
+def test_prompts_are_a_method_docdex_does_not_have_under_every_protocol_version(server, version):
+    """docdex declares no prompts capability: its methods are -32601, as any method the
+    server does not implement (HTTP 404 under 2026-07-28, which says so)."""
+    for method, params in (("prompts/list", {}), ("prompts/get", {"name": "summarise"})):
+        status, reply = mcp_call(server, method, params, version)
+        assert reply["id"] == 3 and reply["error"]["code"] == -32601, (method, reply)
+        assert "docdex offers no prompts" in reply["error"]["message"]
+        assert status == (404 if version == MODERN else 200), (method, status)
+    status, listed = mcp_call(server, "tools/list", {}, version)  # the rest answers
+    assert status == 200 and listed["result"]["tools"], listed
+
+
 # --- 4. Host and Origin ------------------------------------------------------------------------
 
 

@@ -23,7 +23,13 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from docdex.index_format.layout import DataDir
-from docdex.server.http.oauth.jwks import MIN_REFETCH_S, JwksVerifier, JwtRefused
+from docdex.server.http.oauth.jwks import (
+    CACHE_S,
+    MIN_REFETCH_S,
+    JwksVerifier,
+    JwtRefused,
+    fetch_url,
+)
 from docdex.serverproc import ServeProcess, call_tool
 
 from fixtures import build_workspace, http, index_workspace
@@ -47,11 +53,17 @@ class Jwks:
     def __init__(self) -> None:
         self.document: dict = {"keys": []}
         self.hits = 0
+        self.hold: threading.Event | None = None  # answers wait for it: a slow provider
+        self.held = threading.Event()  # set while an answer waits for `hold`
         jwks = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
                 jwks.hits += 1
+                if jwks.hold is not None:
+                    jwks.held.set()
+                    jwks.hold.wait(60)
+                    jwks.held.clear()
                 body = json.dumps(jwks.document).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -165,6 +177,66 @@ def test_tokens_checked_against_the_jwks(jwks):
     refused(verifier, hs, "'HS256' is not accepted")
     ec_as_k2 = jwt.encode(claims, e1.private, algorithm="ES256", headers={"kid": "k2"})
     refused(verifier, ec_as_k2, "does not fit the key's type RSA")
+
+
+def test_a_slow_key_set_never_delays_a_token_whose_key_is_cached(jwks):
+    """A token with an invented kid sends the verifier to the provider again, and the
+    provider holds that answer: a token whose key is cached is answered meanwhile, even once
+    the cache is stale, and sixty invented kids make one fetch and hold no caller for long."""
+    key, inventor = Key.rsa("k1"), Key.rsa("invented")
+    jwks.document = {"keys": [key.jwk()]}
+    clock = Clock()
+    returned = threading.Event()  # set when a fetch of the set has returned (or failed)
+
+    def fetch(url: str) -> bytes:
+        try:
+            return fetch_url(url)
+        finally:
+            returned.set()
+
+    verifier = JwksVerifier(jwks.url, ISSUER, AUDIENCE, clock=clock, fetch=fetch)
+    valid = key.sign(exp=NOW + 10 * int(CACHE_S))
+    assert verifier.claims(valid)["iss"] == ISSUER  # the set, fetched once and cached
+    returned.clear()
+    jwks.hold = threading.Event()
+    clock.now += MIN_REFETCH_S
+    outcome: dict = {}
+
+    def claims_of(name: str, token: str, done: threading.Event | None = None) -> None:
+        try:
+            outcome[name] = verifier.claims(token)
+        except JwtRefused as exc:
+            outcome[name] = str(exc)
+        if done is not None:
+            done.set()
+
+    stray = threading.Thread(target=claims_of, args=("invented", inventor.sign()))
+    try:
+        stray.start()
+        assert jwks.held.wait(30)  # its refetch is in flight, and the provider holds it
+        answered = threading.Event()
+        threading.Thread(target=claims_of, args=("valid", valid, answered), daemon=True).start()
+        assert answered.wait(30) and not returned.is_set()  # answered while it is held
+        assert outcome["valid"]["iss"] == ISSUER
+        clock.now += CACHE_S  # the cache is stale: its keys still answer at once
+        assert verifier.claims(valid)["iss"] == ISSUER and not returned.is_set()
+
+        verify = verifier.grant_verifier("meta")
+
+        async def sixty_invented_and_one_valid():
+            invented = [Key(f"made-up-{n}", inventor.private).sign() for n in range(60)]
+            strays = [asyncio.create_task(verify(token)) for token in invented]
+            grant = await verify(valid)
+            return grant, not returned.is_set(), await asyncio.gather(*strays)
+
+        grant, still_held, refused_all = asyncio.run(sixty_invented_and_one_valid())
+        assert grant is not None and grant.scopes == frozenset({"docdex:read"}) and still_held
+        assert refused_all == [None] * 60
+        assert jwks.hits == 2  # the first fetch, and the one refetch every kid waited for
+    finally:
+        jwks.hold.set()
+    stray.join()
+    assert outcome["invented"] == "no key 'invented' in the provider's key set"
 
 
 def test_symmetric_keys_in_the_set_are_never_used(jwks):

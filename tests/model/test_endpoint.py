@@ -5,14 +5,23 @@ depends on the machine's speed."""
 
 from __future__ import annotations
 
+import logging
 import threading
+import uuid
 
 import numpy as np
 import pytest
 
 from docdex.index_format.models import EndpointEmbedder, RerankEndpoint
 from docdex.model.embedder import Embedder
-from docdex.model.endpoint import RemoteEmbedder, char_windows, embeddings_url, endpoint_info
+from docdex.model.endpoint import (
+    QUERY_COOLDOWN_S,
+    QUERY_RETRIES,
+    RemoteEmbedder,
+    char_windows,
+    embeddings_url,
+    endpoint_info,
+)
 from docdex.model.protocol import EmbedderUnavailable
 from docdex.model.rerank_endpoint import RemoteReranker
 
@@ -177,5 +186,149 @@ def test_queries_get_short_retries_and_time_limits() -> None:
     spec = EndpointEmbedder(url="http://127.0.0.1:9/v1", model="m", dimensions=8, timeout_s=60)
     model = query_embedder(endpoint_info(spec, 250, 40), threads=1)
     assert isinstance(model, RemoteEmbedder)
-    assert (model.spec.retries, model.spec.timeout_s, model.cooldown_s) == (1, 10.0, 30.0)
+    assert (model.spec.retries, model.spec.timeout_s, model.outage.cooldown_s) == (1, 10.0, 30.0)
     assert model.info.id == endpoint_info(spec, 250, 40).id  # the same identity
+
+
+# --- secrets, redirects, bounds, values -------------------------------------------------------
+
+
+def keyed(server: EmbeddingServer, key: str, **options) -> RemoteEmbedder:
+    spec = EndpointEmbedder(
+        url=server.url, model="m", api_key_env="DOCDEX_TEST_KEY", dimensions=384, **options
+    )
+    return RemoteEmbedder(endpoint_info(spec, 250, 40), spec, environ={"DOCDEX_TEST_KEY": key})
+
+
+@pytest.mark.parametrize("key", [f"sk-test-{uuid.uuid4()}", "plainwordsnodigits"])
+def test_an_echoed_key_never_reaches_the_error(server: EmbeddingServer, key: str) -> None:
+    server.behaviour.fail_with = [401]
+    server.behaviour.echo_key = True
+    with pytest.raises(EmbedderUnavailable) as caught:
+        keyed(server, key).embed_query("q")
+    message = str(caught.value)
+    assert "answered HTTP 401 Unauthorized: " in message and "Incorrect API key" in message
+    assert key not in message and f"Bearer {key}" not in message
+    assert "[redacted]" in message
+
+
+def test_an_echoed_key_never_reaches_a_rerank_error(server: EmbeddingServer) -> None:
+    key = f"sk-test-{uuid.uuid4()}"
+    spec = RerankEndpoint(url=server.base + "/rerank", api_key_env="DOCDEX_TEST_KEY", retries=0)
+    server.behaviour.fail_with = [403]
+    server.behaviour.echo_key = True
+    with pytest.raises(EmbedderUnavailable, match="answered HTTP 403") as caught:
+        RemoteReranker(spec, environ={"DOCDEX_TEST_KEY": key}).scores("q", ["a text"])
+    assert key not in str(caught.value) and "[redacted]" in str(caught.value)
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_is_refused_and_the_key_goes_nowhere(
+    server: EmbeddingServer, embedder: Embedder, status: int
+) -> None:
+    with EmbeddingServer(lambda texts: np.stack([embedder.embed_query(t) for t in texts])) as other:
+        server.behaviour.redirect = (status, other.url + "/embeddings")
+        with pytest.raises(EmbedderUnavailable) as caught:
+            keyed(server, "s3cret-key").embed_query("q")
+        assert other.requests == [] and other.headers == []  # nothing reached it, no key
+    message = str(caught.value)
+    assert f"answered HTTP {status} " in message and "follows no redirect" in message
+    assert other.url in message and "s3cret-key" not in message
+    assert len(server.requests) == 1  # not retried
+
+
+def test_a_rerank_redirect_is_refused(server: EmbeddingServer, embedder: Embedder) -> None:
+    with EmbeddingServer(lambda texts: np.stack([embedder.embed_query(t) for t in texts])) as other:
+        server.behaviour.redirect = (307, other.base + "/rerank")
+        spec = RerankEndpoint(url=server.base + "/rerank", api_key_env="DOCDEX_TEST_KEY")
+        with pytest.raises(EmbedderUnavailable, match="HTTP 307 .*follows no redirect"):
+            RemoteReranker(spec, environ={"DOCDEX_TEST_KEY": "k"}).scores("q", ["a text"])
+        assert other.headers == []
+
+
+def test_an_oversized_answer_is_refused(server: EmbeddingServer) -> None:
+    remote = client(server, dimensions=384)
+    server.behaviour.padding = 3_000_000  # one 384-dimension vector is about 10 KB
+    with pytest.raises(EmbedderUnavailable, match=r"answered more than [\d,]+ bytes for 1 input"):
+        remote.embed_query("q")
+    server.behaviour.padding = 200_000  # within the bound: answered
+    assert remote.embed_query("q").shape == (384,)
+
+
+def test_an_oversized_rerank_answer_is_refused(server: EmbeddingServer) -> None:
+    reranker = RemoteReranker(RerankEndpoint(url=server.base + "/v1/rerank", retries=0))
+    server.behaviour.padding = 3_000_000
+    with pytest.raises(EmbedderUnavailable, match=r"answered more than [\d,]+ bytes for 2"):
+        reranker.scores("q", ["a text", "another"])
+
+
+@pytest.mark.parametrize(
+    ("poison", "said"),
+    [("nan", "not finite"), ("inf", "not finite"), ("zero", "all zeros")],
+)
+def test_vectors_that_are_not_finite_or_zero_are_refused(
+    server: EmbeddingServer, poison: str, said: str
+) -> None:
+    remote = client(server, dimensions=384)
+    server.behaviour.poison = poison
+    with pytest.raises(EmbedderUnavailable, match=f"the embedder at .* answered a vector .*{said}"):
+        remote.embed_texts(["a passage", "another"])
+
+
+def test_scores_that_are_not_finite_are_refused(server: EmbeddingServer) -> None:
+    reranker = RemoteReranker(RerankEndpoint(url=server.base + "/rerank", retries=0))
+    server.behaviour.poison = "nan"
+    with pytest.raises(EmbedderUnavailable, match="answered a score that is not finite"):
+        reranker.scores("q", ["a text", "another"])
+
+
+# --- failures reported once, and a reranker that rests -----------------------------------------
+
+
+def test_a_failure_and_its_recovery_are_logged_once(server: EmbeddingServer, caplog) -> None:
+    now = [100.0]
+    spec = EndpointEmbedder(url=server.url, model="m", dimensions=384, retries=0)
+    remote = RemoteEmbedder(
+        endpoint_info(spec, 250, 40), spec, cooldown_s=30.0, clock=lambda: now[0]
+    )
+    server.behaviour.fail_always = 503
+    caplog.set_level(logging.INFO, logger="docdex")
+    for _ in range(3):  # the first asks, the next fail at once while it rests
+        with pytest.raises(EmbedderUnavailable):
+            remote.embed_query("q")
+        now[0] += 31.0  # rested: asked again, still failing
+    server.behaviour.fail_always = 0
+    for _ in range(3):
+        remote.embed_query("q")
+    lines = [r.getMessage() for r in caplog.records]
+    failing = [line for line in lines if "is failing" in line]
+    back = [line for line in lines if "answers again" in line]
+    assert len(failing) == 1 and "HTTP 503" in failing[0] and server.url in failing[0]
+    assert len(back) == 1 and len(lines) == 2
+
+
+def test_a_rerank_endpoint_rests_after_a_failure(server: EmbeddingServer, caplog) -> None:
+    from docdex.model.rerank_endpoint import RERANK_TIMEOUT_S
+
+    now = [100.0]
+    sleeps: list[float] = []
+    spec = RerankEndpoint(url=server.base + "/rerank", retries=5, timeout_s=60)
+    reranker = RemoteReranker.for_queries(spec, sleep=sleeps.append, clock=lambda: now[0])
+    assert (reranker.spec.retries, reranker.spec.timeout_s) == (QUERY_RETRIES, RERANK_TIMEOUT_S)
+    assert reranker.failure is None
+    caplog.set_level(logging.INFO, logger="docdex")
+    server.behaviour.fail_always = 500
+    with pytest.raises(EmbedderUnavailable, match="after 2 attempts"):
+        reranker.scores("q", ["a text"])
+    asked = len(server.requests)
+    assert asked == 2 and sleeps == [0.5]  # one retry
+    failure = reranker.failure
+    assert failure is not None and "HTTP 500" in failure.error and failure.since
+    now[0] += QUERY_COOLDOWN_S - 1
+    with pytest.raises(EmbedderUnavailable, match="HTTP 500"):
+        reranker.scores("q", ["a text"])
+    assert len(server.requests) == asked  # resting: not asked
+    server.behaviour.fail_always = 0
+    now[0] += 2
+    assert len(reranker.scores("q", ["a text"])) == 1 and reranker.failure is None
+    assert len([r for r in caplog.records if "is failing" in r.getMessage()]) == 1

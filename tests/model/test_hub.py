@@ -18,9 +18,11 @@ from docdex.cli import main
 from docdex.index_format.config import load_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.models import OnnxEmbedder
-from docdex.model.files import TOKENIZER_PKG, package_dir, weights_path
+from docdex.model.files import weights_path
 from docdex.model.hub import HubError, pull
 from docdex.model.onnx_dir import onnx_info
+
+from exports import export_files
 
 REPO = "acme/mini-embed"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -34,6 +36,8 @@ class Hub:
         self.files, self.lfs = files, lfs
         self.tampered: dict[str, bytes] = {}
         self.paths: list[str] = []
+        self.authorizations: list[str] = []  # the Authorization header of each request
+        self.storage: str = ""  # when set, file downloads are redirected to this address
         hub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -42,6 +46,13 @@ class Hub:
 
             def do_GET(self) -> None:
                 hub.paths.append(self.path)
+                hub.authorizations.append(self.headers.get("Authorization", ""))
+                if hub.storage and "/resolve/" in self.path:
+                    self.send_response(302)
+                    self.send_header("Location", hub.storage + self.path)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 body = hub.answer(self.path)
                 self.send_response(200 if body is not None else 404)
                 self.send_header("Content-Length", str(len(body or b"")))
@@ -78,14 +89,12 @@ class Hub:
 
 @pytest.fixture(scope="module")
 def hub():
-    source = package_dir(TOKENIZER_PKG)
-    assert source is not None
-    model = source / "model"
+    export = export_files()
     files = {
         "onnx/model.onnx": weights_path().read_bytes(),
-        "tokenizer.json": (model / "tokenizer.json").read_bytes(),
-        "config.json": (model / "config.json").read_bytes(),
-        "1_Pooling/config.json": (model / "1_Pooling" / "config.json").read_bytes(),
+        "tokenizer.json": export["tokenizer.json"],
+        "config.json": export["config.json"],
+        "1_Pooling/config.json": export["1_Pooling/config.json"],
         "README.md": b"# not fetched\n",
     }
     served = Hub(files, lfs={"onnx/model.onnx", "tokenizer.json"})
@@ -119,6 +128,21 @@ def test_a_file_that_does_not_match_its_sum_is_not_kept(hub: Hub, tmp_path: Path
             pull(REPO, tmp_path, hub=hub.url)
         assert list(tmp_path.iterdir()) == []
     hub.tampered = {}
+
+
+def test_the_token_is_never_sent_to_the_storage_a_hub_redirects_to(
+    hub: Hub, tmp_path: Path
+) -> None:
+    storage = Hub(hub.files, hub.lfs)  # another origin: the same files on another port
+    hub.storage = storage.url
+    try:
+        pulled = pull(REPO, tmp_path / "models", hub=hub.url, environ={"HF_TOKEN": "hf_secret1"})
+    finally:
+        hub.storage = ""
+        storage.close()
+    assert (pulled.folder / "model.onnx").read_bytes() == hub.files["onnx/model.onnx"]
+    assert "Bearer hf_secret1" in hub.authorizations  # the hub itself is asked with it
+    assert storage.paths and storage.authorizations == [""] * len(storage.paths)
 
 
 def test_an_unreachable_hub_fails_at_once_in_one_line(tmp_path: Path, capsys) -> None:

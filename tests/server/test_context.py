@@ -52,12 +52,31 @@ NOTES = "# Notes\n\n" + "\n\n".join(
     for n in range(6)
 )
 OTHER = "# Keys\n\n## Rotation\n\nThe signing key rotates every ninety days on its own.\n"
+RELAY = """# Relay
+
+The relay forwards the agents' events to the collector, through the firewall.
+
+## Network
+
+Open the firewall for the relay before its first start, for both of its ports.
+
+### Ports
+
+The relay listens on port 8443 for the agents and on port 9443 for the collector: open
+both ports in the firewall.
+"""
 
 
 @pytest.fixture(scope="module")
 def docs(tmp_path_factory, embedder):
     root = tmp_path_factory.mktemp("context")
-    files = {"install.md": INSTALL, "upgrade.md": STEPS, "notes.md": NOTES, "keys.md": OTHER}
+    files = {
+        "install.md": INSTALL,
+        "upgrade.md": STEPS,
+        "notes.md": NOTES,
+        "keys.md": OTHER,
+        "relay.md": RELAY,
+    }
     docs = open_indexed_docs(root, files, embedder, budget_chars=400)
     yield docs
     docs.holder.stop()
@@ -68,7 +87,9 @@ def lines_of(page: str, first: int, last: int) -> str:
 
 
 def test_a_one_line_hit_comes_with_its_section(docs):
-    top = docs.search("ADD install.sh /opt/install.sh", num_results=3).results[0]
+    # One hit: in a longer answer the page's first section, which is the whole page, holds
+    # this one and is folded into it (below).
+    top = docs.search("ADD install.sh /opt/install.sh", num_results=1).results[0]
     assert top.path == "install.md" and top.context == "section"
     assert top.heading == "Installing › Docker › Dockerfile"  # its whole section
     assert top.text.startswith("### Dockerfile") and "keeps the data directory" in top.text
@@ -111,6 +132,35 @@ def test_a_hit_an_earlier_one_holds_is_folded_into_it(docs):
         for earlier in hits[:n]:
             inside = earlier.start_line <= hit.matched_lines[0] <= earlier.end_line
             assert not (earlier.doc_id == hit.doc_id and inside), (earlier.heading, hit.heading)
+
+
+def test_a_later_hits_section_that_holds_an_earlier_hit_is_folded_into_it(docs):
+    # The subsection matches best; the page's first section, widened, is the whole page,
+    # which holds it (the page's lines 9-12, then 1-12): the page comes once, at the rank
+    # and with the chunk of the subsection.
+    with docs.holder.acquire() as engine:
+        found = engine.search("relay firewall ports", 10, engine.scope(path_prefix="relay"))
+        hits = with_context(engine, found, 3, 20_000).results
+    best = found.results[0]
+    assert best.heading == "Relay › Network › Ports" and len(found.results) == 3
+    assert len(hits) == 1
+    top = hits[0]
+    assert (top.chunk_id, top.score) == (best.chunk_id, best.score)
+    assert top.matched_lines == (best.start_line, best.end_line)
+    assert (top.heading, top.context) == ("Relay", "section")
+    assert (top.start_line, top.text) == (1, RELAY.rstrip("\n"))
+
+
+def test_neighbours_stop_at_the_lines_an_earlier_hit_shows(docs):
+    with docs.holder.acquire() as engine:
+        found = engine.search("upgrade steps stop the worker", 20)
+        hits = with_context(engine, found, 6, 20_000, 1_500).results
+    steps = [h for h in hits if h.path == "upgrade.md"]
+    assert len(steps) > 1 and any(h.context == "neighbours" for h in steps)
+    for n, hit in enumerate(steps):
+        for earlier in steps[:n]:
+            apart = hit.end_line < earlier.start_line or earlier.end_line < hit.start_line
+            assert apart, (earlier.start_line, earlier.end_line, hit.start_line, hit.end_line)
 
 
 def test_widening_stays_within_the_budget(docs):

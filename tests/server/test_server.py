@@ -261,7 +261,7 @@ def test_search_docs_filters(servers):
         ({"query": "install", "source": "nope"}, "valid sources: docs"),
         (
             {"query": "install", "num_results": "many"},
-            "invalid arguments for search_docs: num_results: input should be a valid integer",
+            "invalid arguments for search_docs: num_results must be an integer; got a string",
         ),
         ({"num_results": 3}, "invalid arguments for search_docs: query is required"),
     ],

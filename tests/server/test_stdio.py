@@ -216,11 +216,36 @@ def test_what_docdex_does_not_offer_gets_the_specification_s_errors(indexed):
     ]
     replies = {r["id"]: r for r in piped(data, requests)}
     assert "prompts" not in replies[1]["result"]["capabilities"]
-    for n in (2, 3, 4):
+    assert replies[2]["error"]["code"] == -32601, replies[2]  # no prompts: no such method
+    for n in (3, 4):
         assert replies[n]["error"]["code"] == -32602, replies[n]
     assert "search_docs" in replies[3]["error"]["message"]
     listed = replies[5]["result"]
     assert listed["resources"] and not {"ttlMs", "cacheScope", "resultType"} & set(listed)
+
+
+MODERN = "2026-07-28"
+MODERN_META = {  # what every request of 2026-07-28 (no handshake) carries
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+@pytest.mark.parametrize("protocol", ["2025-06-18", "2025-11-25", MODERN])
+def test_prompts_are_a_method_docdex_does_not_have_under_every_protocol_version(indexed, protocol):
+    _ws, data = indexed
+    meta = {"_meta": MODERN_META} if protocol == MODERN else {}
+    asked = [("prompts/list", {}), ("prompts/get", {"name": "summarise"}), ("tools/list", {})]
+    requests: list[dict | str] = [] if protocol == MODERN else [initialize(protocol), INITIALIZED]
+    requests += [
+        {"jsonrpc": "2.0", "id": n, "method": method, "params": {**params, **meta}}
+        for n, (method, params) in enumerate(asked, start=2)
+    ]
+    replies = {r["id"]: r for r in piped(data, requests)}
+    for n in (2, 3):
+        assert replies[n]["error"]["code"] == -32601, replies[n]
+        assert "docdex offers no prompts" in replies[n]["error"]["message"]
+    assert replies[4]["result"]["tools"]
 
 
 def checkout_source(tmp_path: Path) -> tuple[Workspace, DataDir]:
@@ -300,3 +325,54 @@ def test_a_line_that_is_no_request_gets_the_json_rpc_error(indexed):
     assert errors == [(0, -32700), (0, -32600), (0, -32600), (7, -32600), (8, -32600)]
     answered = {r["id"]: r for r in replies if "result" in r}  # refusals may come first
     assert set(answered) == {1, 9} and answered[9]["result"] == {}
+
+
+def search_call(ident: int, query_json: str) -> str:
+    """A search_docs call whose query is `query_json`, written as is."""
+    return (
+        f'{{"jsonrpc":"2.0","id":{ident},"method":"tools/call","params":'
+        f'{{"name":"search_docs","arguments":{{"query":{query_json}}}}}}}'
+    )
+
+
+DEEP_LINES = [  # nested too deep for docdex (and, but the last, for Python's json as well)
+    search_call(2, "[" * 1_000 + "]" * 1_000),
+    search_call(3, '{"a":' * 1_000 + "1" + "}" * 1_000),
+    "[" * 100_000 + "]" * 100_000,
+    search_call(5, "[" * 62 + "]" * 62),  # 65 levels with the envelope's three
+]
+
+
+def test_deeply_nested_json_is_a_parse_error_and_the_answers_go_on(indexed):
+    _ws, data = indexed
+    ping = {"jsonrpc": "2.0", "id": 6, "method": "ping"}
+    deepest = search_call(7, "[" * 61 + "]" * 61)  # 64 levels with the envelope's three: taken
+    replies = piped(data, [initialize(), INITIALIZED, *DEEP_LINES, ping, deepest])
+    errors = [r["error"] for r in replies if "error" in r]
+    assert [e["code"] for e in errors] == [-32700] * len(DEEP_LINES), replies
+    assert all("nested deeper than 64 levels" in e["message"] for e in errors), errors
+    answered = {r["id"]: r for r in replies if "result" in r}
+    assert set(answered) == {1, 6, 7} and answered[6]["result"] == {}
+    assert answered[7]["result"]["isError"]  # the tool's own refusal: query is no string
+
+
+def test_connecting_declares_no_notifications_under_every_protocol_version(indexed):
+    """docdex sends no change notifications (its tools never change; a new version is not
+    announced), so no protocol version's connecting result promises any."""
+    _ws, data = indexed
+    discover = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "server/discover",
+        "params": {"_meta": MODERN_META},
+    }
+    declared = {
+        version: piped(data, [initialize(version)])[0]["result"]["capabilities"]
+        for version in ("2025-06-18", "2025-11-25")
+    }
+    declared[MODERN] = piped(data, [discover])[0]["result"]["capabilities"]
+    silent = {
+        "resources": {"listChanged": False, "subscribe": False},
+        "tools": {"listChanged": False},
+    }
+    assert declared == dict.fromkeys(declared, silent)

@@ -7,16 +7,24 @@ and it has not expired (`exp` required, `nbf` honoured, by the clock given, 30 s
 `alg: none`, HMAC algorithms (which would let a public key serve as a shared secret) and
 symmetric (`oct`) keys in the set are refused.
 
-The key set is cached for CACHE_S; a `kid` it does not hold has it fetched again (the
-provider rotated its keys), at most once per MIN_REFETCH_S so that tokens with made-up kids
-cannot make docdex hammer the provider. Scopes come from `scope` (space-separated, RFC
-9068) or `scp` (a list, as some providers send them). A `docdex_sources` claim, a list of
-source names, limits the token to those sources; without it the token reads every source,
-and one whose claim is not a list of names is refused.
+The key set is fetched off the request path, in a thread of its own, one fetch at a time:
+a token whose key is cached is checked at once, never waiting for a fetch, even when the
+cache is older than CACHE_S (that starts a fetch in the background). A `kid` the set does
+not hold starts a fetch (the provider rotated its keys), at most once per MIN_REFETCH_S so
+that tokens with made-up kids cannot make docdex hammer the provider; such a token waits
+for the fetch in flight at most FETCH_WAIT_S, asleep in the event loop rather than holding
+a worker thread, and is refused if its key is still unknown.
+
+Scopes come from `scope` (space-separated, RFC 9068) or `scp` (a list, as some providers
+send them). A `docdex_sources` claim, a list of source names, limits the token to those
+sources; without it the token reads every source, and one whose claim is not a list of
+names is refused.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import math
 import threading
@@ -25,7 +33,6 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-import anyio
 import jwt
 from jwt import PyJWK
 
@@ -42,6 +49,7 @@ ALGORITHMS_OF_KEY = {
 ALGORITHMS = tuple(alg for algs in ALGORITHMS_OF_KEY.values() for alg in algs)
 CACHE_S = 3600.0
 MIN_REFETCH_S = 30.0
+FETCH_WAIT_S = 2.0  # how long a token with an unknown kid waits for the fetch in flight
 LEEWAY_S = 30.0
 MAX_JWKS_BYTES = 1_000_000
 SOURCES_CLAIM = "docdex_sources"
@@ -57,6 +65,37 @@ def fetch_url(url: str) -> bytes:
         return reply.read(MAX_JWKS_BYTES + 1)[:MAX_JWKS_BYTES]
 
 
+class KeyFetch:
+    """One fetch of the key set, in flight: threads wait on `done`, coroutines on `wait`."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self._lock = threading.Lock()
+        self._waiting: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    def finish(self) -> None:
+        with self._lock:
+            self.done.set()
+            waiting, self._waiting = self._waiting, []
+        for loop, event in waiting:
+            with contextlib.suppress(RuntimeError):  # a loop closed since: nobody waits there
+                loop.call_soon_threadsafe(event.set)
+
+    async def wait(self, timeout: float) -> None:
+        """Until the fetch ends, or `timeout` seconds, without holding a thread."""
+        waiter = (asyncio.get_running_loop(), asyncio.Event())
+        with self._lock:
+            if self.done.is_set():
+                return
+            self._waiting.append(waiter)
+        try:
+            await asyncio.wait_for(waiter[1].wait(), timeout)
+        except TimeoutError:
+            with self._lock:
+                if waiter in self._waiting:
+                    self._waiting.remove(waiter)
+
+
 class JwksVerifier:
     def __init__(
         self,
@@ -65,24 +104,23 @@ class JwksVerifier:
         audience: str,
         clock: Clock = time.time,
         fetch: Fetch = fetch_url,
+        fetch_wait: float = FETCH_WAIT_S,
     ) -> None:
         self.jwks_url, self.issuer, self.audience = jwks_url, issuer, audience
-        self.clock, self.fetch = clock, fetch
+        self.clock, self.fetch, self.fetch_wait = clock, fetch, fetch_wait
         self.fetches = 0  # how often the key set was fetched (tests read it)
         self._keys: dict[str, PyJWK] = {}
-        self._fetched_at = -math.inf
-        self._lock = threading.Lock()
+        self._fetched_at = -math.inf  # when the last fetch started
+        self._in_flight: KeyFetch | None = None
+        self._lock = threading.Lock()  # over the fields above; never held across a fetch
 
-    def claims(self, token: str) -> dict[str, Any]:
-        """The token's claims once every check passed; JwtRefused says which did not."""
-        try:
-            header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError as exc:
-            raise JwtRefused(f"not a JWT: {exc}") from None
-        alg = header.get("alg")
-        if alg not in ALGORITHMS:
-            raise JwtRefused(f"algorithm {alg!r} is not accepted (only {', '.join(ALGORITHMS)})")
-        key = self._key(header.get("kid"))
+    def claims(self, token: str, wait: bool = True) -> dict[str, Any]:
+        """The token's claims once every check passed; JwtRefused says which did not. An
+        unknown kid waits for the fetch it starts at most `fetch_wait` seconds, unless `wait`
+        is False."""
+        header = _header(token)
+        key = self._key(header.get("kid"), self.fetch_wait if wait else 0.0)
+        alg = header["alg"]
         if alg not in ALGORITHMS_OF_KEY.get(str(key.key_type), ()):
             raise JwtRefused(f"algorithm {alg} does not fit the key's type {key.key_type}")
         try:
@@ -107,7 +145,10 @@ class JwksVerifier:
     def grant_verifier(self, resource_metadata: str) -> Verifier:
         async def verify(token: str) -> Grant | None:
             try:
-                claims = await anyio.to_thread.run_sync(self.claims, token)
+                _key, fetch = self._cached(_header(token).get("kid"))
+                if fetch is not None:
+                    await fetch.wait(self.fetch_wait)
+                claims = self.claims(token, wait=False)  # no network: quick enough to run here
             except JwtRefused:
                 return None
             client = claims.get("client_id") or claims.get("azp") or claims.get("sub") or "jwt"
@@ -128,32 +169,63 @@ class JwksVerifier:
         if nbf is not None and (not isinstance(nbf, int | float) or nbf - LEEWAY_S > now):
             raise JwtRefused("the token is not valid yet")
 
-    def _key(self, kid: object) -> PyJWK:
-        with self._lock:
-            now = self.clock()
-            stale = now - self._fetched_at >= CACHE_S
-            unknown = not self._find(kid) and now - self._fetched_at >= MIN_REFETCH_S
-            if stale or unknown:
-                self._refresh(now)
-            key = self._find(kid)
+    def _key(self, kid: object, wait: float) -> PyJWK:
+        key, fetch = self._cached(kid)
+        if key is None and fetch is not None and fetch.done.wait(wait):
+            key, _ = self._cached(kid)
         if key is None:
             raise JwtRefused(f"no key {kid!r} in the provider's key set")
         return key
+
+    def _cached(self, kid: object) -> tuple[PyJWK | None, KeyFetch | None]:
+        """The key `kid` names now, and when it names none the fetch in flight to wait for
+        (None: none may start yet). Starts a fetch when the set is stale or lacks `kid`; never
+        waits."""
+        with self._lock:
+            now = self.clock()
+            key = self._find(kid)
+            since = now - self._fetched_at
+            if since >= CACHE_S or (key is None and since >= MIN_REFETCH_S):
+                self._start_fetch(now)
+            return key, (self._in_flight if key is None else None)
+
+    def _start_fetch(self, now: float) -> None:
+        """A fetch in a thread of its own, unless one is in flight (caller holds _lock)."""
+        if self._in_flight is not None:
+            return
+        self._fetched_at = now
+        self.fetches += 1
+        fetch = self._in_flight = KeyFetch()
+        threading.Thread(target=self._fetch, args=(fetch,), name="docdex-jwks", daemon=True).start()
+
+    def _fetch(self, fetch: KeyFetch) -> None:
+        """Fetch the key set; when that fails the keys held stay."""
+        try:
+            keys: dict[str, PyJWK] | None = signing_keys(json.loads(self.fetch(self.jwks_url)))
+        except (OSError, ValueError, jwt.PyJWTError):
+            keys = None
+        with self._lock:
+            if keys is not None:
+                self._keys = keys
+            self._in_flight = None
+        fetch.finish()
 
     def _find(self, kid: object) -> PyJWK | None:
         if kid is None:
             return next(iter(self._keys.values())) if len(self._keys) == 1 else None
         return self._keys.get(kid) if isinstance(kid, str) else None
 
-    def _refresh(self, now: float) -> None:
-        """Fetch the key set; when that fails the keys held stay."""
-        self._fetched_at = now
-        self.fetches += 1
-        try:
-            document = json.loads(self.fetch(self.jwks_url))
-            self._keys = signing_keys(document)
-        except (OSError, ValueError, jwt.PyJWTError):
-            return
+
+def _header(token: str) -> dict[str, Any]:
+    """The token's header, once its algorithm is one accepted; JwtRefused otherwise."""
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.PyJWTError as exc:
+        raise JwtRefused(f"not a JWT: {exc}") from None
+    alg = header.get("alg")
+    if alg not in ALGORITHMS:
+        raise JwtRefused(f"algorithm {alg!r} is not accepted (only {', '.join(ALGORITHMS)})")
+    return header
 
 
 def signing_keys(document: Any) -> dict[str, PyJWK]:

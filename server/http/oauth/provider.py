@@ -5,20 +5,23 @@
     /token      ─> `exchange_authorization_code` (PKCE S256, checked by the SDK's handler),
                    `exchange_refresh_token` (the refresh token rotates: the old one and its
                    access token end)
-    /revoke     ─> `revoke_token`: the token and the one issued with it
+    /revoke     ─> `revoke_for` (token_endpoints.py): the token and the one issued with it
 
-Pending requests and codes live in memory (minutes long; a restart only means signing in
-again); clients and tokens in the store. Every request is bound to this server's resource
-URI: a `resource` naming another is refused (`invalid_target`, RFC 8707).
+Pending requests (pending.py) and codes live in memory (minutes long; a restart only means
+signing in again); clients and tokens in the store. Every request is bound to this server's
+resource URI: a `resource` naming another is refused (`invalid_target`, RFC 8707). A code
+presented a second time ends every token its first exchange gave (RFC 6749 4.1.2).
+
+What a wrong admin secret costs falls on whoever typed it, never on the owner's right one
+(`wrong_secret`, over the budgets of throttle.WrongSecrets).
 """
 
 from __future__ import annotations
 
+import enum
 import secrets
 import time
-from collections import OrderedDict
 from typing import Any
-from urllib.parse import urlsplit
 
 import anyio
 import msgspec
@@ -35,12 +38,12 @@ from mcp.server.auth.provider import (
 )
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-from ..auth import is_loopback
 from .paths import CONSENT_PATH
+from .pending import Pending, PendingFull, PendingRequests
+from .redirects import redirect_refusal
 from .settings import ALL_SCOPES, READ_SCOPE, AuthSettings, same_resource
 from .store import Clock, OAuthStore, StoreFull, TokenPair, TokenRecord
-
-MAX_PENDING = 200  # consent requests waiting; the oldest go first past it
+from .throttle import MAX_WRONG_PER_REQUEST, WrongSecrets
 
 
 class Lifetimes(msgspec.Struct, frozen=True, kw_only=True):
@@ -61,16 +64,18 @@ class SourcedCode(AuthorizationCode):
     sources: list[str] | None = None
 
 
-class Pending(msgspec.Struct, frozen=True, kw_only=True):
-    """An authorization request waiting for the owner's answer on the consent page."""
+class WrongSecret(enum.Enum):
+    """What became of a request a wrong admin secret was typed into."""
 
-    client_id: str
-    client_name: str
-    redirect_uri: str
-    redirect_uri_explicit: bool
-    state: str | None
-    scopes: list[str]
-    code_challenge: str
+    AGAIN = "again"  # it may be answered again
+    WITHDRAWN = "withdrawn"  # it ended
+    FORGOTTEN = "forgotten"  # its client, never authorized, was forgotten with its requests
+
+
+class _Spent(msgspec.Struct, frozen=True):
+    """A code exchanged already: the family of the tokens it gave, until it would expire."""
+
+    family: str
     expires_at: float
 
 
@@ -86,8 +91,10 @@ class DocdexProvider(OAuthAuthorizationServerProvider[SourcedCode, RefreshToken,
         self.settings = settings
         self.lifetimes = lifetimes
         self.clock = clock
-        self._pending: OrderedDict[str, Pending] = OrderedDict()
+        self._pending = PendingRequests(clock)
         self._codes: dict[str, SourcedCode] = {}
+        self._spent: dict[str, _Spent] = {}
+        self._wrong = WrongSecrets(clock)
 
     # --- clients ----------------------------------------------------------------------------
 
@@ -103,12 +110,9 @@ class DocdexProvider(OAuthAuthorizationServerProvider[SourcedCode, RefreshToken,
         """Store a client; it may ask for every scope (the owner decides at consent what each
         authorization grants), so a later step-up to reindex needs no new registration."""
         for uri in client_info.redirect_uris or []:
-            if not redirect_allowed(str(uri)):
-                raise RegistrationError(
-                    "invalid_redirect_uri",
-                    f"{str(uri)[:80]} is plain HTTP off loopback: a code sent there could be "
-                    "read on the way (OAuth 2.1: https, a loopback address or an app's scheme)",
-                )
+            refusal = redirect_refusal(str(uri))
+            if refusal is not None:
+                raise RegistrationError("invalid_redirect_uri", f"{str(uri)[:80]} {refusal}")
         client_info.scope = " ".join(ALL_SCOPES)
         info = client_info.model_dump(mode="json", exclude={"client_secret"}, exclude_none=True)
         try:
@@ -121,14 +125,17 @@ class DocdexProvider(OAuthAuthorizationServerProvider[SourcedCode, RefreshToken,
     # --- authorization ----------------------------------------------------------------------
 
     async def authorize(
-        self, client: OAuthClientInformationFull, params: AuthorizationParams
+        self, client: OAuthClientInformationFull, params: AuthorizationParams, requester: str = ""
     ) -> str:
-        """The consent page's address for this request."""
+        """The consent page's address for this request, from `requester` (an address)."""
         self._check_resource(params.resource, AuthorizeError)
-        now = self.clock()
-        self._expire(now)
-        request_id = secrets.token_urlsafe(24)
-        self._pending[request_id] = Pending(
+        if self._wrong.shut_out(requester, client.client_id):
+            raise AuthorizeError(
+                "temporarily_unavailable",
+                "too many wrong admin secrets were typed for this client from this address",
+            )
+        self._expire()
+        request = Pending(
             client_id=client.client_id,
             client_name=client.client_name or client.client_id,
             redirect_uri=str(params.redirect_uri),
@@ -136,18 +143,42 @@ class DocdexProvider(OAuthAuthorizationServerProvider[SourcedCode, RefreshToken,
             state=params.state,
             scopes=list(params.scopes or [READ_SCOPE]),
             code_challenge=params.code_challenge,
-            expires_at=now + self.lifetimes.consent,
+            expires_at=self.clock() + self.lifetimes.consent,
+            requester=requester,
         )
-        while len(self._pending) > MAX_PENDING:
-            self._pending.popitem(last=False)
+        try:
+            request_id = self._pending.add(request)
+        except PendingFull as exc:
+            raise AuthorizeError("temporarily_unavailable", str(exc)) from None
         return f"{self.settings.public_url}{CONSENT_PATH}?request={request_id}"
 
     def pending(self, request_id: str) -> Pending | None:
         """The request waiting under `request_id`, while it may still be answered."""
+        return self._pending.get(request_id)
+
+    def trusted(self, client_id: str) -> bool:
+        """Whether the owner ever authorized the client (it got tokens): only then does
+        docdex send a browser to its redirect URI without the owner's secret (RFC 9700
+        4.11.2)."""
+        record = self.store.client(client_id)
+        return record is not None and record.last_issued_at > 0
+
+    async def wrong_secret(self, request_id: str) -> WrongSecret:
+        """Charge a wrong admin secret typed into the request to the budgets of whoever
+        could have typed it. It never decides about a right secret."""
         request = self._pending.get(request_id)
-        if request is None or request.expires_at <= self.clock():
-            return None
-        return request
+        if request is None:
+            return WrongSecret.WITHDRAWN
+        client_id = request.client_id
+        pressed, forget = self._wrong.charge(request.requester, client_id, self.trusted(client_id))
+        if forget:
+            self._pending.drop_client(client_id)
+            await anyio.to_thread.run_sync(self.store.forget_unauthorized, client_id)
+            return WrongSecret.FORGOTTEN
+        if pressed or self._pending.wrong_secret(request_id) >= MAX_WRONG_PER_REQUEST:
+            self._pending.drop(request_id)
+            return WrongSecret.WITHDRAWN
+        return WrongSecret.AGAIN
 
     def approve(
         self, request_id: str, scopes: list[str], sources: list[str] | None = None
@@ -186,21 +217,21 @@ class DocdexProvider(OAuthAuthorizationServerProvider[SourcedCode, RefreshToken,
         )
 
     def _take(self, request_id: str) -> Pending | None:
-        request = self.pending(request_id)
-        self._pending.pop(request_id, None)
-        return request
+        return self._pending.take(request_id)
 
-    def _expire(self, now: float) -> None:
-        for key in [k for k, p in self._pending.items() if p.expires_at <= now]:
-            del self._pending[key]
-        for key in [k for k, c in self._codes.items() if c.expires_at <= now]:
-            del self._codes[key]
+    def _expire(self) -> None:
+        now = self.clock()
+        for table in (self._codes, self._spent):
+            for key in [k for k, c in table.items() if c.expires_at <= now]:
+                del table[key]
 
     # --- tokens -----------------------------------------------------------------------------
 
     async def load_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: str
     ) -> SourcedCode | None:
+        if await self._reused(authorization_code):
+            return None
         code = self._codes.get(authorization_code)
         if code is None or code.client_id != client.client_id or code.expires_at <= self.clock():
             return None
@@ -210,7 +241,10 @@ class DocdexProvider(OAuthAuthorizationServerProvider[SourcedCode, RefreshToken,
         self, client: OAuthClientInformationFull, authorization_code: SourcedCode
     ) -> OAuthToken:
         if self._codes.pop(authorization_code.code, None) is None:  # used once only
+            await self._reused(authorization_code.code)
             raise TokenError("invalid_grant", "the authorization code was used already")
+        family = secrets.token_hex(16)  # known before the tokens are, should the code return
+        self._spent[authorization_code.code] = _Spent(family, authorization_code.expires_at)
         pair = await anyio.to_thread.run_sync(
             self.store.issue,
             client.client_id,
@@ -220,8 +254,18 @@ class DocdexProvider(OAuthAuthorizationServerProvider[SourcedCode, RefreshToken,
             self.lifetimes.access,
             self.lifetimes.refresh,
             authorization_code.sources,
+            family,
         )
         return _oauth_token(pair)
+
+    async def _reused(self, code: str) -> bool:
+        """Whether `code` was exchanged already; if so, the tokens of that exchange and every
+        token refreshed from them end (RFC 6749 4.1.2: stolen, or replayed)."""
+        spent = self._spent.get(code)  # kept: each return ends what a racing exchange added
+        if spent is None or spent.expires_at <= self.clock():
+            return False
+        await anyio.to_thread.run_sync(self.store.end_family, spent.family)
+        return True
 
     async def load_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: str
@@ -258,20 +302,19 @@ class DocdexProvider(OAuthAuthorizationServerProvider[SourcedCode, RefreshToken,
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         await anyio.to_thread.run_sync(self.store.revoke_token, token.token)
 
+    async def revoke_for(self, client_id: str, token: str) -> None:
+        """End `token` (access or refresh) and its pair if it is `client_id`'s; a token of
+        another client, or none, is left as it is (RFC 7009 answers 200 either way)."""
+        record = self.store.access_token(token) or self.store.refresh_token(token)
+        if record is not None and record.client_id == client_id:
+            await anyio.to_thread.run_sync(self.store.revoke_token, token)
+
     def _check_resource(self, resource: str | None, error: type[AuthorizeError]) -> None:
         if resource is not None and not same_resource(resource, self.settings.resource):
             raise error(
                 "invalid_target",
                 f"this server issues tokens for {self.settings.resource} only, not {resource[:80]}",
             )
-
-
-def redirect_allowed(uri: str) -> bool:
-    """https, http to a loopback address, or an app's own scheme (`cursor://...`)."""
-    parts = urlsplit(uri)
-    if parts.fragment or parts.scheme in ("", "javascript", "data", "file", "vbscript"):
-        return False
-    return parts.scheme != "http" or is_loopback(parts.hostname or "")
 
 
 def _oauth_token(pair: TokenPair) -> OAuthToken:

@@ -6,19 +6,20 @@
     /authorize  /token  /register  /revoke        the SDK's handlers over DocdexProvider
     /oauth/consent                                the owner's page (consent.py)
 
-The SDK's `create_auth_routes` is the model; it is rebuilt here only to pass the
-authenticator that checks hashed client secrets (authenticator.py) to /token and /revoke.
-This module imports the SDK: setup.py builds these routes at their first request.
+The SDK's `create_auth_routes` is the model; it is rebuilt here to pass the authenticator
+that checks hashed client secrets (authenticator.py) to /token and /revoke, and to put
+docdex's own handling where the SDK's falls short: /authorize's errors (authorize.py),
+/register's bounds (registration.py), /token's resource check and /revoke
+(token_endpoints.py). This module imports the SDK: setup.py builds these routes at their
+first request.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from mcp.server.auth.handlers.metadata import MetadataHandler, ProtectedResourceMetadataHandler
 from mcp.server.auth.handlers.register import RegistrationHandler
-from mcp.server.auth.handlers.revoke import RevocationHandler
 from mcp.server.auth.handlers.token import TokenHandler
 from mcp.server.auth.routes import build_metadata
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
@@ -33,6 +34,7 @@ from starlette.routing import BaseRoute, Route, request_response
 from starlette.types import ASGIApp
 
 from .authenticator import HashedSecretAuthenticator
+from .authorize import AuthorizationEndpoint
 from .consent import Consent
 from .paths import (
     AUTHORIZATION_SERVER,
@@ -44,7 +46,9 @@ from .paths import (
     TOKEN,
 )
 from .provider import DocdexProvider
+from .registration import MAX_REGISTRATION_BYTES, RegistrationEndpoint
 from .settings import ALL_SCOPES, READ_SCOPE, AuthSettings
+from .token_endpoints import RevocationEndpoint, TokenEndpoint
 
 MAX_FORM_BYTES = 64 * 1024
 _URL = TypeAdapter(AnyHttpUrl, config=ConfigDict(url_preserve_empty_path=True))
@@ -80,7 +84,10 @@ def authorization_server_routes(provider: DocdexProvider, consent: Consent) -> l
         "none",
     ]
     authenticator = HashedSecretAuthenticator(provider)
-    token = TokenHandler(provider, authenticator)
+    token = TokenEndpoint(TokenHandler(provider, authenticator), provider.settings.resource)
+    register = RegistrationEndpoint.over(
+        RegistrationHandler(provider, registration), provider.clock
+    )
     return [
         Route(
             AUTHORIZATION_SERVER,
@@ -89,24 +96,26 @@ def authorization_server_routes(provider: DocdexProvider, consent: Consent) -> l
         ),
         Route(
             AUTHORIZE,
-            _limited(request_response(AuthorizationHandler(provider).handle)),
+            _limited(request_response(AuthorizationEndpoint(provider).handle)),
             methods=["GET", "POST"],
         ),
         _posted(TOKEN, token.handle),
-        _posted(REGISTER, RegistrationHandler(provider, registration).handle),
-        _posted(REVOKE, RevocationHandler(provider, authenticator).handle),
+        _posted(REGISTER, register.handle, MAX_REGISTRATION_BYTES),
+        _posted(REVOKE, RevocationEndpoint(provider, authenticator).handle),
         Route(CONSENT_PATH, consent.page, methods=["GET"]),
         Route(CONSENT_PATH, consent.answer, methods=["POST"]),
     ]
 
 
-def _posted(path: str, handle: Callable[[Request], Awaitable[Response]]) -> Route:
-    app = _cors(_limited(request_response(handle)), ["POST", "OPTIONS"])
+def _posted(
+    path: str, handle: Callable[[Request], Awaitable[Response]], max_bytes: int = MAX_FORM_BYTES
+) -> Route:
+    app = _cors(_limited(request_response(handle), max_bytes), ["POST", "OPTIONS"])
     return Route(path, app, methods=["POST", "OPTIONS"])
 
 
-def _limited(app: ASGIApp) -> ASGIApp:
-    return RequestBodyLimitMiddleware(app, MAX_FORM_BYTES)
+def _limited(app: ASGIApp, max_bytes: int = MAX_FORM_BYTES) -> ASGIApp:
+    return RequestBodyLimitMiddleware(app, max_bytes)
 
 
 def _cors(app: ASGIApp, methods: list[str] | None = None) -> ASGIApp:

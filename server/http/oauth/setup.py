@@ -110,7 +110,7 @@ def _server_routes(
     from .routes import authorization_server_routes, protected_resource_routes
 
     provider = DocdexProvider(store, settings, lifetimes or LIFETIMES, clock)
-    consent = Consent(provider, settings.admin_secret, clock, sources)
+    consent = Consent(provider, settings.admin_secret, sources)
     return [*protected_resource_routes(settings), *authorization_server_routes(provider, consent)]
 
 

@@ -9,7 +9,8 @@ file gives no credential. Every change is read-modify-write under the lock and w
 atomically (temporary file, fsync, rename, fsync of the directory); a reader that sees the
 file change (another inode after the rename) reads it again, so `docdex auth revoke` in
 another process takes effect at the server's next request. Expired tokens are dropped at
-each write. This module imports nothing of the MCP SDK: `docdex auth` reads it quickly.
+each write; a temporary file a killed writer left behind is removed when a store opens.
+This module imports nothing of the MCP SDK: `docdex auth` reads it quickly.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any, NamedTuple, TypeVar
 import msgspec
 
 from docdex.errors import DocdexError
-from docdex.index_format.layout import write_atomic
+from docdex.index_format.layout import remove_stale_temps, write_atomic
 
 STORE_FILE = "oauth.json"
 LOCK_FILE = "oauth.lock"
@@ -42,6 +43,7 @@ Clock = Callable[[], float]
 
 MAX_CLIENTS = 500
 UNUSED_CLIENT_S = 86400  # a client registered this long ago and never authorized is dropped
+STALE_TEMP_S = 3600  # a temporary file this old is a dead writer's, whatever its PID says
 
 
 class StoreError(DocdexError):
@@ -49,7 +51,7 @@ class StoreError(DocdexError):
 
 
 class StoreFull(StoreError):
-    """No more clients may register."""
+    """No more clients may register: every one of them was authorized."""
 
 
 class ClientRecord(msgspec.Struct, kw_only=True):
@@ -136,6 +138,8 @@ class OAuthStore:
         self._mutex = threading.Lock()
         self._seen: tuple[int, ...] | None = None
         self._state = StoreState()
+        with contextlib.suppress(OSError):  # a read-only state/ keeps them: nothing breaks
+            remove_stale_temps(self.path, STALE_TEMP_S)
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -164,28 +168,41 @@ class OAuthStore:
 
     def register(self, client_id: str, info: dict[str, Any], secret: str | None) -> None:
         """Record a client. Registration is open to anyone who reaches the server, so
-        clients never authorized are forgotten after a day, and past MAX_CLIENTS a new one
-        is refused (StoreFull)."""
+        clients never authorized are forgotten after a day, and past MAX_CLIENTS the one
+        registered longest ago and never authorized makes room; StoreFull when every client
+        was authorized."""
         now = self.clock()
         record = ClientRecord(
             info=info, secret_sha256=token_hash(secret) if secret else "", registered_at=now
         )
 
         def add(state: StoreState) -> None:
-            for key in [
-                k
-                for k, c in state.clients.items()
-                if not c.last_issued_at and c.registered_at < now - UNUSED_CLIENT_S
-            ]:
-                del state.clients[key]
+            unused = sorted(
+                (c.registered_at, k) for k, c in state.clients.items() if not c.last_issued_at
+            )
+            for registered_at, key in unused:
+                if registered_at < now - UNUSED_CLIENT_S or len(state.clients) >= MAX_CLIENTS:
+                    del state.clients[key]
             if len(state.clients) >= MAX_CLIENTS:
                 raise StoreFull(
-                    f"{MAX_CLIENTS} clients are registered already: remove unused ones with "
-                    "`docdex auth revoke CLIENT_ID`"
+                    f"{MAX_CLIENTS} clients are registered and authorized already: remove "
+                    "unused ones with `docdex auth revoke CLIENT_ID`"
                 )
             state.clients[client_id] = record
 
         self.update(add)
+
+    def forget_unauthorized(self, client_id: str) -> bool:
+        """Forget a client the owner never authorized (False: none such)."""
+
+        def drop(state: StoreState) -> bool:
+            client = state.clients.get(client_id)
+            if client is None or client.last_issued_at:
+                return False
+            del state.clients[client_id]
+            return True
+
+        return self.update(drop)
 
     def issue(
         self,
@@ -196,11 +213,14 @@ class OAuthStore:
         access_ttl: int,
         refresh_ttl: int,
         sources: list[str] | None = None,
+        family: str | None = None,
     ) -> TokenPair:
         """A new access token and refresh token for a registered client, reading `sources`
-        only (None: every source)."""
-        family = secrets.token_hex(16)
-        grant = _Grant(client_id, list(scopes), resource, issuer, family, sources)
+        only (None: every source); `family` names the authorization they come from, which
+        `end_family` ends (None: a new one)."""
+        grant = _Grant(
+            client_id, list(scopes), resource, issuer, family or secrets.token_hex(16), sources
+        )
 
         def add(state: StoreState) -> TokenPair:
             if client_id not in state.clients:
@@ -248,6 +268,10 @@ class OAuthStore:
             return retired is not None
 
         return self.update(end)
+
+    def end_family(self, family: str) -> None:
+        """End every token of one authorization, refreshed ones included."""
+        self.update(lambda state: _end_family(state, family))
 
     def revoke_token(self, token: str) -> None:
         """End an access or refresh token and the one issued with it."""
