@@ -26,9 +26,9 @@ from importlib import resources
 from pathlib import Path
 
 from docdex.errors import DocdexError
-from docdex.index_format.environment import read_environment
 from docdex.index_format.layout import DataDir
 from docdex.indexer.triggers.worker import worker_pid
+from docdex.runtime.environment import read_environment
 
 from .serverproc import ServeProcess
 

@@ -9,7 +9,9 @@ keeps its traceback. Two kinds of request errors say who has to change what:
 - `NotFound`: the request is well formed but names nothing in the served version (a page,
   a chunk, a ref): HTTP 404, a tool error over MCP.
 
-The other errors are defined beside the code that raises them, each under this root.
+`ConfigError` is the configuration's (docdex.toml, a variable of the environment, a change
+asked of either); the other errors are defined beside the code that raises them, each
+under this root.
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ class InvalidArgument(DocdexError, ValueError):
 class NotFound(DocdexError, LookupError):
     """What a well-formed request names is not in the served version (a page, a chunk, a
     ref of a source): a tool error over MCP, a 404 over HTTP."""
+
+
+class ConfigError(DocdexError):
+    """The configuration, or a change asked of it, is not valid."""
 
 
 def shown(text: str, chars: int = SHOWN_CHARS) -> str:

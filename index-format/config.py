@@ -12,10 +12,10 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from docdex.errors import DocdexError
+from docdex.errors import ConfigError, DocdexError
 
 from .layout import DataDir, write_atomic
-from .models import (
+from .model_tables import (
     BUILT_IN_EMBEDDERS,
     EMBEDDER_KINDS,
     MINILM,
@@ -45,17 +45,13 @@ SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _REF_PART = r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*"
 REF_NAME = re.compile(rf"{_REF_PART}(?:/{_REF_PART})*")
 MAX_REF_CHARS = 128
-# The part of a document id before ':' (index-format/refs.py): a source, or "source@ref".
+# The part of a document id before ':' (index-format/ref_names.py): a source, or "source@ref".
 DOC_SOURCE = re.compile(rf"{SOURCE_NAME.pattern}(?:@{REF_NAME.pattern})?")
 
 
 SourceKind = Literal["bare", "checkout", "remote"]
 _CHUNKER = ChunkerSettings()  # the chunker's defaults are the format's
 MERGED_SEGMENTS = 8  # streamed segments' worth of chunks in one merged segment, by default
-
-
-class ConfigError(DocdexError):
-    """The configuration, or a change asked of it, is not valid."""
 
 
 class SourceError(DocdexError):
@@ -121,7 +117,7 @@ class SourceConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     name: str
     location: str
     branch: str = ""  # empty: the repository's HEAD branch
-    # more branches and tags to index, each as its own entry "name@ref" (index-format/refs.py):
+    # more branches and tags to index, each as its own entry "name@ref" (index-format/ref_names.py):
     # short names or refs/heads/..., refs/tags/..., where `*` matches any characters
     refs: list[str] = []
     include: list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_INCLUDE))

@@ -17,9 +17,10 @@ from typing import TypeVar
 
 import msgspec
 
+from docdex.runtime.redaction import redact
+from docdex.runtime.times import iso_utc
+
 from .layout import DataDir, write_atomic
-from .redaction import redact
-from .times import iso_utc
 
 LAST_INGESTION_FILE = "last_ingestion.json"
 LAST_FAILURE_FILE = "last_failure.json"

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import msgspec
 
+from docdex.runtime.times import iso_utc
+
 from .layout import DataDir, write_atomic
-from .times import iso_utc
 
 
 class IndexRequest(msgspec.Struct, frozen=True):

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from .models import EmbedderSpec
+from .model_tables import EmbedderSpec
 
 FORMAT_MAJOR = 1
 FORMAT_MINOR = 2  # the newest minor this code reads and writes (1: token vectors, 2: checksums)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from docdex.index_format.models import (
+from docdex.index_format.model_tables import (
     EmbedderSpec,
     EndpointEmbedder,
     OnnxEmbedder,

@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from docdex.index_format.models import EndpointEmbedder, RerankEndpoint
+from docdex.index_format.model_tables import EndpointEmbedder, RerankEndpoint
 from docdex.index_format.records import EmbedderInfo
-from docdex.index_format.redaction import redact
+from docdex.runtime.redaction import redact
 
 from . import keys
 from .outage import Failure, Outage

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnxruntime as ort
 
-from docdex.index_format.models import OnnxEmbedder
+from docdex.index_format.model_tables import OnnxEmbedder
 from docdex.index_format.records import EmbedderInfo
 
 from .files import file_sha256

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import msgspec
 
-from docdex.index_format.times import iso_utc
+from docdex.runtime.times import iso_utc
 
 from .protocol import EmbedderUnavailable
 

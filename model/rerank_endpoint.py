@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from docdex.index_format.models import RerankEndpoint
+from docdex.index_format.model_tables import RerankEndpoint
 
 from . import keys
 from .endpoint import QUERY_COOLDOWN_S, QUERY_RETRIES, Asked, Sleep, call_endpoint

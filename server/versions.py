@@ -28,7 +28,6 @@ import msgspec
 from docdex.errors import DocdexError
 from docdex.index_format.layout import DamagedIndex, DataDir, IndexFormatError
 from docdex.index_format.store import current_version, list_versions, load_manifest
-from docdex.index_format.times import iso_utc
 from docdex.index_format.verify import (
     CHECKSUMS_MINOR,
     NamedFile,
@@ -38,6 +37,7 @@ from docdex.index_format.verify import (
     manifest_problems,
     named_files,
 )
+from docdex.runtime.times import iso_utc
 
 log = logging.getLogger("docdex.server")
 

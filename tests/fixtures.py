@@ -16,7 +16,7 @@ from pathlib import Path
 
 from docdex.index_format.config import Config, Settings, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.run import index_sources
 from docdex.server.engine import Engine, EngineSettings, Scope, SearchResult
 from docdex.serverproc import ServeProcess
 

@@ -11,10 +11,10 @@ import tantivy
 from docdex.index_format.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current, load_pages, load_segment
-from docdex.index_format.tokens import TOKEN_FILES
-from docdex.indexer.build.compaction import size_tier
-from docdex.indexer.build.report import RunReport
-from docdex.indexer.build.run import index_sources
+from docdex.index_format.token_vectors import TOKEN_FILES
+from docdex.indexer.run.compaction import size_tier
+from docdex.indexer.run.report import RunReport
+from docdex.indexer.run.run import index_sources
 
 from gitrepo import Workspace
 

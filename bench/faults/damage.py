@@ -82,7 +82,7 @@ class Damages:
     def stage(self) -> tuple[DataDir, int, int]:
         """A staging copy of the live directory with one more version: (copy, the live
         version it was built on, the new version)."""
-        from docdex.indexer.build.run import index_sources
+        from docdex.indexer.run.run import index_sources
 
         staged = DataDir(self.work / "stage")
         shutil.rmtree(staged.root, ignore_errors=True)
@@ -313,8 +313,8 @@ def costs(work: Path, pushes: int = 10, starts: int = 30) -> dict[str, float]:
 
 def _push_costs(damages: Damages, pushes: int) -> dict[str, float]:
     from docdex.index_format import store
-    from docdex.indexer.build import publish, segments
-    from docdex.indexer.build.run import index_sources
+    from docdex.indexer.run import publish, segments
+    from docdex.indexer.run.run import index_sources
 
     def no_sums(path, *_args):
         return []

@@ -281,7 +281,7 @@ class References:
     data directory, one run, with this process's model), built once per commit."""
 
     def __init__(self, work: Path, bare: Path, settings: dict) -> None:
-        from docdex.indexer.build.passage_model import load_passage_model
+        from docdex.indexer.run.passage_model import load_passage_model
 
         self.work, self.bare, self.settings = work, bare, settings
         self.embedder = CachingEmbedder(load_passage_model(Settings(**settings)))
@@ -291,7 +291,7 @@ class References:
         """The from-scratch content at `commit` (the bare repository's main is moved there
         in a scratch clone, so the repository itself is left alone)."""
         if commit not in self.built:
-            from docdex.indexer.build.run import index_sources
+            from docdex.indexer.run.run import index_sources
 
             where = self.work / f"ref-{len(self.built)}"
             repo = where / "repo.git"

@@ -43,7 +43,7 @@ from .rows import Row
 from bench.common import bench_git, percentile, say, work_repo
 
 CORPUS_BYTES = 40_000
-HEADER_TIMEOUT = 10.0  # the shipped default (server/http/limits.py)
+HEADER_TIMEOUT = 10.0  # the shipped default (server/http/connection_limits.py)
 SLOW = {True: 100, False: 500}  # quick -> slow sockets per round
 ROUNDS = {True: 1, False: 5}
 NORMAL = {True: 60, False: 100}  # normal requests per phase

@@ -16,8 +16,8 @@ import signal
 import sys
 from pathlib import Path
 
-from docdex.indexer.build import gc, segments
-from docdex.indexer.build import run as _pipeline  # noqa: F401  (imported before patching)
+from docdex.indexer.run import gc, segments
+from docdex.indexer.run import run as _pipeline  # noqa: F401  (imported before patching)
 
 # point -> the folder (or file) an os.replace publishes into; the others wrap functions
 REPLACE_POINTS = {

@@ -22,7 +22,7 @@ from docdex.evaluation.scoring import load_queries
 from docdex.index_format.config import Config, Settings, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import HNSW_FILE, load_current, load_segment
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.run import index_sources
 from docdex.model.embedder import Embedder
 from docdex.server.engine import DEFAULT_SETTINGS, Engine
 from docdex.serverproc import ServeProcess

@@ -25,9 +25,9 @@ import msgspec
 from docdex.index_format.config import Config, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import directory_bytes, load_current
-from docdex.indexer.build import records
-from docdex.indexer.build.report import RunReport
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run import page_records
+from docdex.indexer.run.report import RunReport
+from docdex.indexer.run.run import index_sources
 from docdex.indexer.sources import commit_changes
 from docdex.model.embedder import Embedder
 
@@ -110,7 +110,7 @@ def _add_tag(data: DataDir, bare: Path, n: int, commit: str, embedder: Embedder)
     head = git("rev-parse", "main", cwd=bare)
     differs = len(git("diff", "--name-only", commit, head, "--", "*.md", cwd=bare).split())
     before = version_bytes(data)
-    parsing, dating = _timed(records, "parse_page"), _timed(commit_changes, "page_dates")
+    parsing, dating = _timed(page_records, "parse_page"), _timed(commit_changes, "page_dates")
     with parsing as parse_s, dating as dates_s:
         started = time.perf_counter()
         report = index_sources(data, configure(data, bare, ["v*"]), embedder=embedder)

@@ -35,8 +35,8 @@ import numpy as np
 from docdex.index_format.config import Config, Settings, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import current_version, list_versions, load_manifest
-from docdex.indexer.build.run import index_sources
 from docdex.indexer.chunking.markdown import parse_page
+from docdex.indexer.run.run import index_sources
 from docdex.model.embedder import Embedder
 from docdex.model.files import load_tokenizer, model_info
 from docdex.serverproc import ServeProcess

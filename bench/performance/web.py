@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from docdex.server.http.page import page_bytes
+from docdex.server.http.search_page import page_bytes
 from docdex.serverproc import ServeProcess
 
 from .queries import apm_index, sample_queries

@@ -7,7 +7,7 @@ characters the answer carries, without the hits' context and with it.
 
 Each question is answered as search_docs answers it (10 hits within the default budget of
 characters): the engine's hits, then, for each context setting, widened and folded
-(server/answers/context.py). A judged section is its heading's chunks with their
+(server/answers/widening.py). A judged section is its heading's chunks with their
 subsections: the lines from the first chunk whose breadcrumb names the judged heading to the
 last (compared as the scorer compares headings, `norm_heading`). A hit holds it when it is of
 the same page and its text covers those lines. Without context, a section cut into several
@@ -27,7 +27,7 @@ from docdex.evaluation.scoring import Query, load_queries, norm_heading
 from docdex.index_format.layout import DataDir
 from docdex.model.embedder import Embedder
 from docdex.server.answers.budget import DEFAULT_MAX_CHARS
-from docdex.server.answers.context import CONTEXT_CHARS, PAGE_HITS, hits_to_ask, with_context
+from docdex.server.answers.widening import CONTEXT_CHARS, PAGE_HITS, hits_to_ask, with_context
 from docdex.server.engine import Engine
 
 from .check import HERE, SETS

@@ -3,7 +3,7 @@
 Each command group is a module (sources, indexing, inspection, querying, serving, hooks)
 whose `add_commands` registers its commands; a command is a function of the `Context` and
 its parsed arguments that returns the exit status. `main` is the entry point: it reads the
-environment once (index-format/environment.py; a flag wins over its variable), sets up
+environment once (runtime/environment.py; a flag wins over its variable), sets up
 logging, and catches `DocdexError` once: one line on stderr, exit 1 (2 for a usage error).
 """
 
@@ -17,10 +17,10 @@ from importlib import metadata
 from pathlib import Path
 
 from docdex.errors import DocdexError
-from docdex.index_format.environment import read_environment
 from docdex.index_format.layout import DataDir
 from docdex.model.files import use_cache
 from docdex.model.keys import use_variables
+from docdex.runtime.environment import read_environment
 from docdex.runtime.logs import FORMATS, LoggingError, LogSettings, configure_logging, level_number
 
 from . import auth, hooks, indexing, inspection, models, querying, serving, sources

@@ -18,8 +18,8 @@ from docdex.index_format.config import (
     source_kind,
     validate_ref_pattern,
 )
-from docdex.index_format.environment import Environment
 from docdex.index_format.layout import DataDir
+from docdex.runtime.environment import Environment
 from docdex.runtime.logs import LogSettings
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2

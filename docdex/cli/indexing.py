@@ -12,9 +12,9 @@ from .commands import EXIT_ERROR, EXIT_OK, Commands, Context, add_command, json_
 from .inspection import commit_text, count_text
 
 if TYPE_CHECKING:
-    from docdex.indexer.build.gc import GcReport
-    from docdex.indexer.build.report import SourceReport
-    from docdex.indexer.build.run import RunReport
+    from docdex.indexer.run.gc import GcReport
+    from docdex.indexer.run.report import SourceReport
+    from docdex.indexer.run.run import RunReport
 
 
 def add_commands(commands: Commands) -> None:
@@ -54,7 +54,7 @@ def _add_watch(commands: Commands) -> None:
 
 
 def cmd_index(ctx: Context, args: argparse.Namespace) -> int:
-    from docdex.indexer.build.run import index_sources
+    from docdex.indexer.run.run import index_sources
 
     config = load_config(ctx.data)
     if not config.sources and not args.names:
@@ -118,8 +118,8 @@ def _file_counts(source: SourceReport) -> str:
 
 
 def cmd_gc(ctx: Context, args: argparse.Namespace) -> int:
-    from docdex.indexer.build.gc import collect_garbage
-    from docdex.indexer.build.lock import writer_lock
+    from docdex.indexer.run.gc import collect_garbage
+    from docdex.indexer.run.lock import writer_lock
 
     ctx.data.check()
     with writer_lock(ctx.data):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from docdex.index_format.refs import split_key
+from docdex.index_format.ref_names import split_key
 
 from .commands import (
     EXIT_ERROR,
@@ -20,8 +20,8 @@ from .commands import (
     print_json,
 )
 
-if TYPE_CHECKING:  # docdex.inspection reads the store, which imports numpy: not at parse time
-    from docdex import inspection
+if TYPE_CHECKING:  # docdex.index_views reads the store, which imports numpy: not at parse time
+    from docdex import index_views
     from docdex.index_format.records import SourceState
     from docdex.index_format.verify import VerifyReport
 
@@ -48,9 +48,9 @@ def add_commands(commands: Commands) -> None:
 
 
 def cmd_inspect_versions(ctx: Context, args: argparse.Namespace) -> int:
-    from docdex import inspection
+    from docdex import index_views
 
-    found = inspection.version_details(ctx.data)
+    found = index_views.version_details(ctx.data)
     if args.json:
         print_json([details.info for details in found])
     else:
@@ -59,16 +59,16 @@ def cmd_inspect_versions(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_inspect_source(ctx: Context, args: argparse.Namespace) -> int:
-    from docdex import inspection
+    from docdex import index_views
 
-    print_answer(inspection.source(ctx.data, args.name), args.json, _print_source)
+    print_answer(index_views.source(ctx.data, args.name), args.json, _print_source)
     return EXIT_OK
 
 
 def cmd_inspect_doc(ctx: Context, args: argparse.Namespace) -> int:
-    from docdex import inspection
+    from docdex import index_views
 
-    print_answer(inspection.document(ctx.data, args.doc_id), args.json, _print_document)
+    print_answer(index_views.document(ctx.data, args.doc_id), args.json, _print_document)
     return EXIT_OK
 
 
@@ -84,7 +84,7 @@ def cmd_verify(ctx: Context, args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_ERROR
 
 
-def _print_versions(versions: list[inspection.VersionDetails]) -> None:
+def _print_versions(versions: list[index_views.VersionDetails]) -> None:
     if not versions:
         print("no published version yet; run `docdex index`")
     for details in versions:
@@ -99,7 +99,7 @@ def _print_versions(versions: list[inspection.VersionDetails]) -> None:
             print(f"    {entry_text(state)}")
 
 
-def _print_source(info: inspection.SourceDetails) -> None:
+def _print_source(info: index_views.SourceDetails) -> None:
     s = info.state
     where = ", ".join(filter(None, [ref_text(s), commit_text(s.commit, full=True)]))
     print(
@@ -115,7 +115,7 @@ def _print_source(info: inspection.SourceDetails) -> None:
         print(f"  {path}")
 
 
-def _print_document(info: inspection.DocInfo) -> None:
+def _print_document(info: index_views.DocInfo) -> None:
     p = info.page
     commit = commit_text(p.commit) if p.commit else "an uncommitted edit"
     print(

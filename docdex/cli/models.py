@@ -11,7 +11,7 @@ import msgspec
 
 from docdex.errors import DocdexError
 from docdex.index_format.config import Config, load_config
-from docdex.index_format.models import RerankEndpoint
+from docdex.index_format.model_tables import RerankEndpoint
 from docdex.index_format.records import EmbedderInfo
 
 from .commands import EXIT_ERROR, EXIT_OK, Commands, Context, add_command, json_flag, print_answer
@@ -71,7 +71,7 @@ def cmd_model_list(ctx: Context, args: argparse.Namespace) -> int:
 
 def cmd_model_pull(ctx: Context, args: argparse.Namespace) -> int:
     from docdex.index_format.config import save_config
-    from docdex.index_format.models import OnnxEmbedder
+    from docdex.index_format.model_tables import OnnxEmbedder
     from docdex.model import keys
     from docdex.model.hub import DEFAULT_HUB, pull
 

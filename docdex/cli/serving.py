@@ -115,7 +115,7 @@ def _auth_settings(ctx: Context, args: argparse.Namespace, host: str, port: int)
 
 def _has_named_token(ctx: Context) -> bool:
     """Whether `docdex auth token` made a token, which the server then requires."""
-    from docdex.server.http.tokens import NamedTokens
+    from docdex.server.http.named_tokens import NamedTokens
 
     return NamedTokens(ctx.data.state).any()
 

@@ -1,7 +1,7 @@
 """Markup noise removal: the text a reader sees, for headings and for the embedder.
 
 `heading_text` gives a heading or summary as a reader sees it. For chunk text,
-`without_markers` reduces the markup of docs generators (docdex.index_format.markup) in a
+`without_markers` reduces the markup of docs generators (docdex.markdown.markup) in a
 page's lines before block parsing: admonition, container and alert markers to the titles a
 reader sees, directives to their words, heading ids and template tags to nothing; and
 `render_tokens` turns block tokens into clean text (HTML tags, scripts, link targets,
@@ -22,8 +22,8 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from docdex.index_format import markup
-from docdex.index_format.markup import strip_template_tags
+from docdex.markdown import markup
+from docdex.markdown.markup import strip_template_tags
 
 _INLINE_PARSER = MarkdownIt("commonmark").enable("strikethrough")
 

@@ -39,12 +39,12 @@ import msgspec
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from docdex.index_format.deep_blocks import DeepBlocksAsText
 from docdex.index_format.records import Chunk, ChunkerSettings, ParsedPage
+from docdex.markdown.deep_blocks import DeepBlocksAsText
 
-from . import cleanup, includes, mdx
+from . import cleanup, include_syntax, mdx
 from .frontmatter import read_front_matter
-from .includes import PathReader
+from .include_syntax import PathReader
 from .pieces import piece_bounds
 
 _log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ def parse_page(
     """Parse one markdown (or MDX) page into its metadata and chunks. Never raises.
 
     With `read` (the repository's files by path), include lines are resolved: the included
-    text joins the embed text of the chunk holding the line (includes.py)."""
+    text joins the embed text of the chunk holding the line (include_syntax.py)."""
     try:
         return _parse_page(text, path, settings, _Includes(read))
     except Exception:  # one odd page must not stop an index run; keep its text searchable
@@ -99,7 +99,7 @@ def _parse_page(text: str, path: str, settings: ChunkerSettings, inc: _Includes)
     front_matter = "\n".join(lines[:front_matter_lines])
     lines[:front_matter_lines] = [""] * front_matter_lines
     parser_lines = mdx.parser_lines(path, lines)
-    include_at = includes.include_lines(parser_lines)
+    include_at = include_syntax.include_lines(parser_lines)
     for index in include_at:  # the line itself is no content; what it includes is
         parser_lines[index] = ""
     text_of_page = _PageText(lines, cleanup.without_markers(parser_lines))
@@ -202,7 +202,7 @@ class _Includes:
 
     read: PathReader | None
     depth: int = 0
-    left: int = includes.MAX_INCLUDES
+    left: int = include_syntax.MAX_INCLUDES
 
 
 def _with_includes(
@@ -237,9 +237,9 @@ def _with_includes(
 def _included_text(
     kind: str, written: str, path: str, settings: ChunkerSettings, inc: _Includes
 ) -> str:
-    if inc.read is None or inc.depth >= includes.MAX_DEPTH or inc.left <= 0:
+    if inc.read is None or inc.depth >= include_syntax.MAX_DEPTH or inc.left <= 0:
         return ""
-    for candidate in includes.candidates(kind, written, path):
+    for candidate in include_syntax.candidates(kind, written, path):
         if candidate == path:
             continue
         text = inc.read(candidate)

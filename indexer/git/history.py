@@ -24,7 +24,7 @@ from dulwich.objects import Commit, ObjectID
 from dulwich.repo import Repo
 from dulwich.walk import Walker
 
-from docdex.index_format.times import iso_utc
+from docdex.runtime.times import iso_utc
 
 from .repo import (
     MissingObject,

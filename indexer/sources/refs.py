@@ -1,4 +1,4 @@
-"""A source's refs besides its default branch (index-format/refs.py names them): which
+"""A source's refs besides its default branch (index-format/ref_names.py names them): which
 branches and tags its `refs` patterns select in the repository, and what its refs as the
 previous version indexed them lend a ref being read (adr/0017): vectors, by content hash,
 and page dates, so that a new ref costs what it differs by, not what it holds.
@@ -14,7 +14,7 @@ from dulwich.repo import Repo
 from docdex.index_format.config import ConfigError, SourceConfig, SourceError, validate_ref_pattern
 from docdex.index_format.layout import DataDir
 from docdex.index_format.records import ChunkRef, Manifest, SourceState, StoredPage
-from docdex.index_format.refs import (
+from docdex.index_format.ref_names import (
     RefKind,
     base_of,
     full_ref,

@@ -22,7 +22,7 @@ from dulwich.repo import Repo
 
 from docdex.index_format.config import SourceConfig, SourceError, source_kind
 from docdex.index_format.layout import DataDir
-from docdex.index_format.refs import selected
+from docdex.index_format.ref_names import selected
 from docdex.indexer.git.repo import to_str
 
 # A stalled network read fails after this long instead of hanging the single writer.

@@ -14,7 +14,6 @@ from dulwich.repo import Repo
 
 from docdex.index_format.config import SourceConfig
 from docdex.index_format.records import PageInfo, SourceState
-from docdex.index_format.times import iso_utc
 from docdex.indexer.git.diffs import (
     Change,
     FileEntry,
@@ -24,6 +23,7 @@ from docdex.indexer.git.diffs import (
 )
 from docdex.indexer.git.history import PageDates, page_dates
 from docdex.indexer.git.repo import require_commit
+from docdex.runtime.times import iso_utc
 
 from .changes import (
     Found,

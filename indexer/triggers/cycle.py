@@ -5,7 +5,7 @@ The worker runs every cycle here, so the memory a run takes goes back to the OS 
 ends and a crash (or a kill) takes down this process only. The RunReport goes to stdout as
 one JSON object; exit status 0 means a report was printed, EXIT_INVALID that the request
 cannot succeed as asked (unknown source, bad configuration), anything else a failure worth
-retrying. An entry point: it reads its environment (index-format/environment.py) itself;
+retrying. An entry point: it reads its environment (runtime/environment.py) itself;
 the worker passes its log settings as flags.
 
 Each source may take `source_timeout_s`, by default half of `cycle_timeout_s`
@@ -27,14 +27,14 @@ import msgspec
 
 from docdex.errors import DocdexError
 from docdex.index_format.config import Settings, load_config
-from docdex.index_format.environment import read_environment
 from docdex.index_format.layout import DataDir
 from docdex.model.files import use_cache
 from docdex.model.keys import use_variables
+from docdex.runtime.environment import read_environment
 from docdex.runtime.logs import FORMATS, LogSettings, configure_logging
 
 if TYPE_CHECKING:
-    from docdex.indexer.build.report import RunReport
+    from docdex.indexer.run.report import RunReport
 
 EXIT_FAILED, EXIT_INVALID = 1, 3
 SOURCE_SHARE = 0.5  # of cycle_timeout_s, for each source
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
     if args.nice:
         with contextlib.suppress(OSError):
             os.nice(args.nice)
-    from docdex.indexer.build.nospace import NoSpace  # after nice: the imports are heavy
+    from docdex.indexer.run.nospace import NoSpace  # after nice: the imports are heavy
 
     try:
         report = _index(args, os.environ if environ is None else environ)
@@ -84,7 +84,7 @@ def _index(args: argparse.Namespace, environ: Mapping[str, str]) -> RunReport:
     use_variables(environ)
     log_format = args.log_format or environment.log_format or "text"
     configure_logging(LogSettings(log_format, args.log_level or environment.log_level or "INFO"))
-    from docdex.indexer.build.run import index_sources
+    from docdex.indexer.run.run import index_sources
 
     data = DataDir(args.data)
     data.check()

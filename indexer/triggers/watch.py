@@ -30,11 +30,11 @@ from docdex.errors import DocdexError
 from docdex.index_format.config import Config, SourceConfig, SourceError, load_config, source_kind
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import current_version, load_current
-from docdex.indexer.build.context import Dirty
-from docdex.indexer.build.lock import watch_lock
-from docdex.indexer.build.passage_model import load_passage_model
-from docdex.indexer.build.report import RunReport
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.context import Dirty
+from docdex.indexer.run.lock import watch_lock
+from docdex.indexer.run.passage_model import load_passage_model
+from docdex.indexer.run.report import RunReport
+from docdex.indexer.run.run import index_sources
 from docdex.indexer.sources.worktree import WORKTREE_SUFFIX, is_editor_temp
 from docdex.model.protocol import TextEmbedder
 from docdex.runtime.logs import log_event

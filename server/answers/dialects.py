@@ -1,5 +1,5 @@
 """The page view's reading of what docs generators add to markdown (the syntax itself is
-recognised in docdex.index_format.markup, as the chunker recognises it).
+recognised in docdex.markdown.markup, as the chunker recognises it).
 
 Before parsing (`view_source`), on the page's lines, their count kept: heading ids are taken
 off their headings (`{#install}`, `{: #id}`, MDX's `{/*id*/}`: they become the headings'
@@ -33,7 +33,7 @@ from markdown_it.rules_block import StateBlock
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 
-from docdex.index_format import markup
+from docdex.markdown import markup
 
 T = TypeVar("T")
 

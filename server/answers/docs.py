@@ -20,17 +20,13 @@ from docdex.errors import InvalidArgument
 from docdex.index_format.config import Config, ConfigError, SourceConfig, load_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.records import CHUNK_ID, ServedPage, SourceState
-from docdex.index_format.refs import base_of
+from docdex.index_format.ref_names import base_of
 from docdex.server.engine import Engine, SearchResult, check_num_results, clip
 from docdex.server.versions import NoVersion, VersionHolder
 
 from .budget import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, check_max_chars, within_cap
-from .context import hits_to_ask, with_context
-from .freshness import UNKNOWN, FreshnessWatch
-from .health import failing_models, health_report
-from .instructions import server_instructions
-from .limits import EVERY_SOURCE, SourceLimit
-from .pages import (
+from .cursors import RESOURCE_PAGE, check_lines, decode_page_cursor, encode_page_cursor
+from .documents import (
     DESCRIPTION_CHARS,
     Paging,
     chunk_document,
@@ -39,12 +35,16 @@ from .pages import (
     page_text,
     source_info,
 )
+from .freshness import UNKNOWN, FreshnessWatch
+from .health import failing_models, health_report
+from .instructions import server_instructions
 from .pageview import PageView, page_view
-from .paging import RESOURCE_PAGE, check_lines, decode_page_cursor, encode_page_cursor
 from .permalinks import LinkBook
 from .reindex import request_reindex
 from .shapes import Document, PageList, PageSummary, ReindexReceipt, SourceInfo, SourceList
+from .source_limits import EVERY_SOURCE, SourceLimit
 from .validation import check_doc_id, check_limit, parse_date, unknown_doc
+from .widening import hits_to_ask, with_context
 
 if TYPE_CHECKING:
     from docdex.model.protocol import TextEmbedder as Embedder

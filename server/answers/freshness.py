@@ -24,8 +24,8 @@ from dulwich.repo import Repo
 from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import IndexRequest, pending_requests
 from docdex.index_format.records import SourceState
-from docdex.index_format.refs import base_of, full_ref
-from docdex.index_format.times import iso_utc
+from docdex.index_format.ref_names import base_of, full_ref
+from docdex.runtime.times import iso_utc
 
 log = logging.getLogger("docdex.server")
 

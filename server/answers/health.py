@@ -38,8 +38,8 @@ from docdex.server.engine import Engine, RerankerError
 from docdex.server.versions import NoVersion, VersionHolder, VersionStats
 
 from .freshness import Freshness
-from .limits import EVERY_SOURCE, SourceLimit
 from .shapes import FailingModel
+from .source_limits import EVERY_SOURCE, SourceLimit
 
 if TYPE_CHECKING:
     from docdex.model.protocol import TextEmbedder as Embedder

@@ -18,8 +18,8 @@ from docdex.index_format.reassembly import reassemble
 from docdex.index_format.records import ServedPage
 from docdex.server.engine import Engine, breadcrumb
 
-from .pages import page_summary
-from .paging import Lines
+from .cursors import Lines
+from .documents import page_summary
 from .shapes import PageSummary, Section
 
 VIEW_CHARS = 400_000  # about 100 printed pages

@@ -17,8 +17,8 @@ from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.index_format.queue import IndexRequest, file_request, pending_requests
 from docdex.server.versions import VersionHolder
 
-from .limits import EVERY_SOURCE, SCOPE_KEY, SourceLimit
 from .shapes import ReindexReceipt
+from .source_limits import EVERY_SOURCE, SCOPE_KEY, SourceLimit
 
 log = logging.getLogger("docdex.server")
 

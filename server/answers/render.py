@@ -33,7 +33,7 @@ from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 from markdown_it.token import Token
 
-from docdex.index_format.deep_blocks import DeepBlocksAsCode
+from docdex.markdown.deep_blocks import DeepBlocksAsCode
 
 from .dialects import add_rules, view_source
 from .permalinks import SITE_EXTENSIONS

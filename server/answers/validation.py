@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from docdex.errors import InvalidArgument, NotFound, shown
-from docdex.index_format.refs import is_doc_source
+from docdex.index_format.ref_names import is_doc_source
 from docdex.server.engine import Engine
 
 MAX_LIMIT = 100

@@ -21,7 +21,7 @@ import numpy as np
 import tantivy
 
 from docdex.index_format.text import IDENT_FIELD, TextAnalysis
-from docdex.index_format.tokens import TokenArrays
+from docdex.index_format.token_vectors import TokenArrays
 
 Key = TypeVar("Key", bound=Hashable)
 

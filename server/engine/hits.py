@@ -49,7 +49,7 @@ class Hit(msgspec.Struct, omit_defaults=True):
     truncated: bool = False  # `text` was cut to fit the answer's budget (server/answers/budget.py)
     url: str = ""  # these lines at `commit` on the source's forge (permalinks.py; "" = none)
     page_url: str = ""  # the page on the published docs site ("" = no site_url)
-    # How `text` was widened around the chunk that matched (server/answers/context.py):
+    # How `text` was widened around the chunk that matched (server/answers/widening.py):
     # "" not at all; "section": it is the whole section `heading` names (its subsections
     # too); "neighbours": it holds chunks beside the match in that section.
     # chunk_start_line-chunk_end_line are then the matched chunk's own lines.

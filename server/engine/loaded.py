@@ -28,7 +28,7 @@ import tantivy
 
 from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.index_format.records import ChunkRecord, EmbedderInfo, Manifest, SegmentRef, ServedPage
-from docdex.index_format.refs import split_key
+from docdex.index_format.ref_names import split_key
 from docdex.index_format.store import (
     HNSW_FILE,
     Segment,
@@ -38,7 +38,7 @@ from docdex.index_format.store import (
     load_served_pages,
 )
 from docdex.index_format.text import TextAnalysis, text_analysis
-from docdex.index_format.tokens import TokenArrays, load_token_vectors
+from docdex.index_format.token_vectors import TokenArrays, load_token_vectors
 from docdex.index_format.verify import CHECKSUMS_MINOR
 
 from .derived import Derived

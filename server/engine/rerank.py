@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 import numpy as np
 
 from docdex.errors import DocdexError
-from docdex.index_format.models import RerankEndpoint
-from docdex.index_format.tokens import TokenArrays
+from docdex.index_format.model_tables import RerankEndpoint
+from docdex.index_format.token_vectors import TokenArrays
 from docdex.model.late_interaction import QueryEncoding, encode_query
 
 from .candidates import Candidate

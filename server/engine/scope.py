@@ -1,5 +1,5 @@
 """Which manifest entries a request reads: a `source` and a `ref` argument turned into
-entry keys (index-format/refs.py). Without a ref, a search reads each source's default ref
+entry keys (index-format/ref_names.py). Without a ref, a search reads each source's default ref
 only, so that a page indexed at several refs does not come back once per ref."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import msgspec
 
 from docdex.errors import InvalidArgument, NotFound, shown
 from docdex.index_format.records import ServedPage, SourceState
-from docdex.index_format.refs import base_of, entries_of, resolve_ref
+from docdex.index_format.ref_names import base_of, entries_of, resolve_ref
 
 from .loaded import LoadedVersion
 

@@ -11,7 +11,7 @@ import enum
 
 import msgspec
 
-from docdex.index_format.models import RerankEndpoint
+from docdex.index_format.model_tables import RerankEndpoint
 
 
 class Fusion(enum.StrEnum):

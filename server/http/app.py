@@ -47,8 +47,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from docdex.errors import DocdexError
 from docdex.index_format.config import ConfigError, load_config
-from docdex.index_format.environment import DEFAULT_HOST, DEFAULT_PORT, ConnectionLimits
 from docdex.index_format.layout import DataDir
+from docdex.runtime.environment import DEFAULT_HOST, DEFAULT_PORT, ConnectionLimits
 from docdex.server.answers.docs import Docs
 from docdex.server.boot import Boot, open_docs
 from docdex.server.mcp.deferred import DeferredMCP
@@ -56,14 +56,14 @@ from docdex.server.mcp.envelope import parse
 
 from .auth import OPEN_PATHS, BearerAuth, HostCheck, allowed_hosts, check_bind
 from .auth import transport_security as make_transport_security
+from .connection_limits import with_fd_room
 from .connections import guarded_http
-from .limits import with_fd_room
+from .named_tokens import NamedTokens
 from .oauth.guard import Guard
 from .oauth.scopes import refused_scope
 from .oauth.settings import AuthMode, AuthSettings
-from .page import SecurityHeaders, open_paths
 from .routes import MCP_PATH, http_routes
-from .tokens import NamedTokens
+from .search_page import SecurityHeaders, open_paths
 
 if TYPE_CHECKING:
     from docdex.model.protocol import TextEmbedder as Embedder

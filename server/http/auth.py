@@ -14,7 +14,7 @@
   up (routes.py).
 - The token must be printable ASCII: HTTP clients disagree on how to send anything else
   (curl sends UTF-8, browsers Latin-1, httpx refuses), so such a token is refused at start
-  (index-format/environment.py reads DOCDEX_TOKEN).
+  (runtime/environment.py reads DOCDEX_TOKEN).
 """
 
 from __future__ import annotations

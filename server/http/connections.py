@@ -4,7 +4,7 @@ uvicorn's HTTP/1.1 handler arms no timer before a request head is complete, so a
 connects and sends nothing, or a request line and headers a byte at a time, holds its socket
 for ever; the token is checked only once the head is complete, so anyone who can reach the
 port could hold every file descriptor. `GuardedH11` adds to uvicorn's h11 handler, with the
-settings of `ConnectionLimits` (index-format/environment.py):
+settings of `ConnectionLimits` (runtime/environment.py):
 
 - a header deadline: from accept, and on a keep-alive connection from the end of the
   previous response, to the end of the next request head; data arriving does not extend
@@ -33,7 +33,7 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
-from docdex.index_format.environment import ConnectionLimits
+from docdex.runtime.environment import ConnectionLimits
 
 log = logging.getLogger("docdex.server")
 

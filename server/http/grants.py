@@ -11,8 +11,8 @@ from typing import Any, Protocol
 
 import msgspec
 
-from docdex.server.answers.limits import SCOPE_KEY, SourceLimit
 from docdex.server.answers.reindex import REINDEX_KEY
+from docdex.server.answers.source_limits import SCOPE_KEY, SourceLimit
 
 GRANT = "docdex.grant"  # the scope key of the request's Grant
 STATIC_CLIENT = "DOCDEX_TOKEN"  # the client a grant of $DOCDEX_TOKEN names

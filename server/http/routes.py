@@ -31,13 +31,13 @@ from starlette.routing import Route
 from docdex.errors import DocdexError, InvalidArgument, NotFound
 from docdex.server.answers.budget import DEFAULT_MAX_CHARS
 from docdex.server.answers.docs import Docs
-from docdex.server.answers.limits import limit_in
+from docdex.server.answers.source_limits import limit_in
 from docdex.server.engine import MAX_RESULTS
 from docdex.server.versions import NoVersion
 
 from .clients import EXAMPLE_LAUNCH, Launch, configs_json, configs_text, served_launch
 from .grants import is_authorized
-from .page import shell, static_routes, wants_page
+from .search_page import shell, static_routes, wants_page
 
 MCP_PATH = "/mcp"
 # The status of a refused call, by its error's type; any other DocdexError is a 500.

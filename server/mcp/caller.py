@@ -1,5 +1,5 @@
 """The caller of each MCP request, as the answers see it: `Docs` limited to the sources the
-request's token may read (server/answers/limits.py), and whether it may reindex
+request's token may read (server/answers/source_limits.py), and whether it may reindex
 (server/answers/reindex.py).
 
 The SDK hands every request's context to a server middleware before anything else runs;
@@ -21,9 +21,9 @@ from typing import Any, NamedTuple
 from mcp.server.context import CallNext, ServerRequestContext
 
 from docdex.server.answers.docs import Docs
-from docdex.server.answers.limits import SourceLimit, limit_in
 from docdex.server.answers.reindex import ReindexRefused, may_reindex
 from docdex.server.answers.shapes import ReindexReceipt
+from docdex.server.answers.source_limits import SourceLimit, limit_in
 
 
 class _Rights(NamedTuple):

@@ -25,8 +25,8 @@ from mcp.types import INVALID_PARAMS, ListResourcesResult, Resource
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from docdex.errors import DocdexError, InvalidArgument, NotFound
+from docdex.server.answers.cursors import RESOURCE_PAGE
 from docdex.server.answers.docs import Docs
-from docdex.server.answers.paging import RESOURCE_PAGE
 from docdex.server.engine import RESOURCE_TEMPLATE
 from docdex.server.versions import NoVersion
 

@@ -31,7 +31,7 @@ from docdex.server.engine import MAX_RESULTS, Hit, SearchResult
 
 from .arguments import ArgumentSchema
 from .caller import Caller
-from .protocol import keep_to_the_protocol
+from .protocol_errors import keep_to_the_protocol
 from .resources import MARKDOWN, add_resources
 
 log = logging.getLogger("docdex.server")

@@ -11,8 +11,8 @@ import pytest
 
 from docdex.cli import main
 from docdex.index_format.config import ConfigError
-from docdex.index_format.environment import ConnectionLimits, Environment, read_environment
 from docdex.model import files
+from docdex.runtime.environment import ConnectionLimits, Environment, read_environment
 
 from lint_imports import package_dirs
 from paths import ROOT

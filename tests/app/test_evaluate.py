@@ -24,8 +24,8 @@ from docdex.evaluation.scoring import (
 from docdex.evaluation.tables import format_table
 from docdex.index_format.config import Config, Settings, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
-from docdex.index_format.models import OnnxEmbedder
-from docdex.indexer.build.run import index_sources
+from docdex.index_format.model_tables import OnnxEmbedder
+from docdex.indexer.run.run import index_sources
 from docdex.server.engine import DEFAULT_SETTINGS, Engine, EngineSettings, Fusion
 
 from bench.ranking import sweep

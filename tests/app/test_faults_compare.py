@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.run import index_sources
 
 from bench.faults.harness import index_content, index_differences, write_config
 from fixtures import build_workspace

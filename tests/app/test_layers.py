@@ -27,7 +27,7 @@ BREAKS = [
     # (module that gains an import, the import, the broken dependency the report names)
     (
         "server/engine/engine.py",
-        "import docdex.indexer.build.run",
+        "import docdex.indexer.run.run",
         "server.engine.engine -> docdex.indexer",
     ),
     # the rooms inside each side (adr/0030)
@@ -44,13 +44,13 @@ BREAKS = [
     ),
     (
         "indexer/sources/refs.py",
-        "from docdex.indexer.build import run",
-        "sources.refs -> docdex.indexer.build",
+        "from docdex.indexer.run import run",
+        "sources.refs -> docdex.indexer.run",
     ),
     (
-        "indexer/build/run.py",
+        "indexer/run/run.py",
         "from docdex.server.engine import loaded",
-        "build.run -> docdex.server",
+        "run.run -> docdex.server",
     ),
     (
         "hooks/install.py",

@@ -15,7 +15,7 @@ from docdex.cli import main
 from docdex.index_format.config import Config, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import file_request
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.run import index_sources
 from docdex.runtime.logs import LoggingError, LogSettings, configure_logging, log_event
 
 from gitrepo import Workspace

@@ -20,7 +20,7 @@ import numpy as np
 
 from docdex.index_format.config import Config, Settings, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
-from docdex.index_format.models import EndpointEmbedder, RerankEndpoint
+from docdex.index_format.model_tables import EndpointEmbedder, RerankEndpoint
 from docdex.serverproc import ServeProcess
 
 from embedserver import EmbeddingServer

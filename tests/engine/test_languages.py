@@ -14,7 +14,7 @@ from docdex.index_format import text as text_module
 from docdex.index_format.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DataDir, IndexFormatError
 from docdex.index_format.store import load_current, write_manifest
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.run import index_sources
 from docdex.server.engine import Engine, Scope
 
 from fixtures import index_workspace, pushed_workspace

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from docdex.errors import InvalidArgument
-from docdex.index_format import tokens as li
+from docdex.index_format import token_vectors as li
 from docdex.index_format.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DamagedIndex, DataDir, IndexFormatError
 from docdex.index_format.records import ChunkRecord, EmbedderInfo
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.run import index_sources
 from docdex.model.late_interaction import embed_with_tokens
 from docdex.server.engine import (
     DEFAULT_SETTINGS,

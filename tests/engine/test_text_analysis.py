@@ -1,5 +1,5 @@
 """The query analyses (index_format.text) against what Tantivy indexes for the documents the
-indexer writes (indexer/build/textindex.py, `text_document`), for every analysis version an
+indexer writes (indexer/run/textindex.py, `text_document`), for every analysis version an
 index may have: a query term that the index never made would silently match nothing."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from docdex.index_format.text import (
     analyze,
     text_analysis,
 )
-from docdex.indexer.build.textindex import text_document
+from docdex.indexer.run.textindex import text_document
 
 from paths import ROOT
 

@@ -7,7 +7,7 @@ import pytest
 
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current, load_pages
-from docdex.index_format.tokens import TOKEN_FILES, chunk_tokens, load_token_vectors
+from docdex.index_format.token_vectors import TOKEN_FILES, chunk_tokens, load_token_vectors
 from docdex.server.engine import Engine
 
 from fixtures import FAQ, INSTALL, pushed_workspace

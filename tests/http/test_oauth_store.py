@@ -42,13 +42,13 @@ from docdex.server.http.oauth.settings import (
     auth_settings,
 )
 from docdex.server.http.oauth.setup import oauth_parts
-from docdex.server.http.oauth.store import MAX_CLIENTS, OAuthStore, StoreFull, token_hash
 from docdex.server.http.oauth.throttle import (
     MAX_WRONG_OVERALL,
     MAX_WRONG_PER_REQUEST,
     MAX_WRONG_UNTRUSTED,
     WINDOW_S,
 )
+from docdex.server.http.oauth.token_store import MAX_CLIENTS, OAuthStore, StoreFull, token_hash
 from docdex.server.mcp.envelope import parse
 
 from oauthclient import REDIRECT, Authorization, answer_consent, register
@@ -339,7 +339,7 @@ def test_the_paths_are_the_sdks():
 
 def test_the_variables_are_read():
     from docdex.index_format.config import ConfigError
-    from docdex.index_format.environment import read_environment
+    from docdex.runtime.environment import read_environment
 
     environment = read_environment(
         {

@@ -24,8 +24,8 @@ from docdex.cli import main as docdex_main
 from docdex.index_format.config import Config, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import pending_requests
-from docdex.indexer.build.run import index_sources
-from docdex.server.http.oauth.store import OAuthStore
+from docdex.indexer.run.run import index_sources
+from docdex.server.http.oauth.token_store import OAuthStore
 from docdex.serverproc import ServeProcess, mcp_client
 
 from fixtures import http, pushed_workspace, wait_for

@@ -23,12 +23,12 @@ import pytest
 from docdex.index_format import metrics
 from docdex.index_format.config import Config, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.run import index_sources
 from docdex.server.answers.pageview import page_view
 from docdex.server.answers.render import Where, link_target, render_markdown
 from docdex.server.engine import Engine
-from docdex.server.http.oauth.store import OAuthStore
-from docdex.server.http.page import CONTENT_SECURITY_POLICY, page_bytes
+from docdex.server.http.oauth.token_store import OAuthStore
+from docdex.server.http.search_page import CONTENT_SECURITY_POLICY, page_bytes
 from docdex.serverproc import ServeProcess
 
 from fixtures import FAQ_E1234, build_workspace, http, pushed_workspace, wait_for

@@ -10,7 +10,7 @@ from docdex.index_format.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DataDir
 from docdex.index_format.records import CHUNKER_RULES, ChunkerSettings
 from docdex.index_format.store import current_version, load_current, load_pages, load_segment
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.run import index_sources
 
 from fixtures import pushed_workspace
 

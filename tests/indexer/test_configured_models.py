@@ -18,11 +18,11 @@ from docdex.cli import main
 from docdex.evaluation.runs import run_eval_command
 from docdex.index_format.config import Config, Settings, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
-from docdex.index_format.models import EndpointEmbedder, OnnxEmbedder, RerankEndpoint
+from docdex.index_format.model_tables import EndpointEmbedder, OnnxEmbedder, RerankEndpoint
 from docdex.index_format.store import load_current, load_manifest, write_manifest
 from docdex.index_format.verify import verify_data, verify_version
-from docdex.indexer.build.context import IndexingError
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.context import IndexingError
+from docdex.indexer.run.run import index_sources
 from docdex.model.embedder import Embedder
 from docdex.model.endpoint import RemoteEmbedder
 from docdex.model.protocol import EmbedderUnavailable
@@ -403,7 +403,7 @@ def test_an_index_built_with_an_export_directory(tmp_path, embedder, capsys) -> 
 def test_minilm_int8_embeds_passages_with_the_int8_graph_under_its_own_identity(
     tmp_path, embedder
 ) -> None:
-    from docdex.index_format.models import ShippedEmbedder
+    from docdex.index_format.model_tables import ShippedEmbedder
     from docdex.model.choice import load_embedder
 
     int8 = load_embedder(ShippedEmbedder(), threads=1, window_tokens=256, window_overlap=32)

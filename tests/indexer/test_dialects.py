@@ -1,4 +1,4 @@
-"""The markup of docs generators (index-format/markup.py): GitBook, mdBook, DocFX, VitePress,
+"""The markup of docs generators (markdown/markup.py): GitBook, mdBook, DocFX, VitePress,
 MkDocs, Hugo and MDX pages as their real repositories write them, pushed to git, indexed by
 the pipeline and read back as a user sees them: clean titles and breadcrumbs, the words inside
 callouts and components found, each hit's text the raw markdown, the page view with callouts
@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from docdex.index_format import markup
 from docdex.index_format.layout import DataDir
 from docdex.index_format.reassembly import reassemble
 from docdex.index_format.records import ChunkerSettings
 from docdex.indexer.chunking.markdown import parse_page
+from docdex.markdown import markup
 from docdex.server.answers.pageview import page_view
 from docdex.server.answers.render import Where, render_markdown
 from docdex.server.answers.sitelinks import SiteMap

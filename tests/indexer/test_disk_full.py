@@ -17,8 +17,8 @@ from docdex.index_format.config import load_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import file_request, pending_requests
 from docdex.index_format.store import current_version, list_versions
-from docdex.indexer.build.nospace import NoSpace
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.nospace import NoSpace
+from docdex.indexer.run.run import index_sources
 
 from fixtures import build_workspace, index_workspace
 

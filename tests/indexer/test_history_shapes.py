@@ -16,9 +16,9 @@ import pytest
 from docdex.index_format.config import Config, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current, load_pages
-from docdex.indexer.build.report import RunReport, SourceReport
-from docdex.indexer.build.run import index_sources
 from docdex.indexer.git.history import HISTORY_ENDS, RENAME_UNCHECKED
+from docdex.indexer.run.report import RunReport, SourceReport
+from docdex.indexer.run.run import index_sources
 
 from gitrepo import Workspace, git
 

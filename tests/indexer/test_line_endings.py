@@ -12,7 +12,7 @@ from dulwich.repo import Repo
 from docdex.index_format.config import Config, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current, load_pages
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.run import index_sources
 from docdex.indexer.sources.worktree import Worktree
 
 from gitrepo import Workspace, git

@@ -8,7 +8,7 @@ import pytest
 
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.run import index_sources
 from docdex.model import embedder as embedder_module
 from docdex.model.files import model_info
 

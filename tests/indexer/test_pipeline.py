@@ -16,9 +16,9 @@ from docdex.index_format.store import (
     load_manifest,
     load_pages,
 )
-from docdex.indexer.build.context import IndexingError
-from docdex.indexer.build.lock import writer_lock
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.context import IndexingError
+from docdex.indexer.run.lock import writer_lock
+from docdex.indexer.run.run import index_sources
 
 from fixtures import FAQ, INSTALL, pushed_workspace
 from gitrepo import Workspace, git
@@ -271,10 +271,10 @@ def test_foreign_data_directory_is_refused(tmp_path, ws, embedder):
 
 
 CRASH_STAGES = [
-    "docdex.indexer.build.stream.write_segment",
-    "docdex.indexer.build.textindex.TextIndexBuilder.publish",
-    "docdex.indexer.build.publish.write_manifest",
-    "docdex.indexer.build.publish.point_current",
+    "docdex.indexer.run.stream.write_segment",
+    "docdex.indexer.run.textindex.TextIndexBuilder.publish",
+    "docdex.indexer.run.publish.write_manifest",
+    "docdex.indexer.run.publish.point_current",
 ]
 
 

@@ -13,11 +13,11 @@ from docdex.index_format.config import Config, SourceConfig, load_config, save_c
 from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import pending_requests
 from docdex.index_format.records import SourceState
-from docdex.index_format.refs import entries_of, is_doc_source, resolve_ref
+from docdex.index_format.ref_names import entries_of, is_doc_source, resolve_ref
 from docdex.index_format.store import list_versions, load_current, load_pages
-from docdex.indexer.build.run import index_sources
 from docdex.indexer.git.history import page_dates
 from docdex.indexer.git.repo import open_repo
+from docdex.indexer.run.run import index_sources
 from docdex.indexer.triggers.worker import Worker
 
 from fixtures import FAQ, search_index

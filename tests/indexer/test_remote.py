@@ -17,7 +17,7 @@ from docdex.index_format.config import Config, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import pending_requests
 from docdex.index_format.store import list_versions, load_current
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.run import index_sources
 from docdex.indexer.sources.remote import fetch_mirror
 from docdex.indexer.triggers.poller import due_sources, poll_once, read_stamps
 from docdex.model import embedder as embedder_module

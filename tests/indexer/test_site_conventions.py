@@ -12,9 +12,9 @@ from docdex.index_format.layout import DataDir
 from docdex.index_format.reassembly import reassemble
 from docdex.index_format.store import load_current, load_pages, load_segment
 from docdex.index_format.text import analyze, identifier_terms, text_schema
-from docdex.indexer.build.run import index_sources
 from docdex.indexer.chunking.markdown import parse_page
-from docdex.indexer.sources.includes import MAX_INCLUDE_BYTES, worktree_reader
+from docdex.indexer.run.run import index_sources
+from docdex.indexer.sources.include_files import MAX_INCLUDE_BYTES, worktree_reader
 
 from fixtures import pushed_workspace
 

@@ -10,13 +10,13 @@ import itertools
 from docdex.index_format.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current, load_pages
-from docdex.indexer.build.run import index_sources
-from docdex.indexer.chunking.includes import (
+from docdex.indexer.chunking.include_syntax import (
     INCLUDED_BYTES_PER_PAGE,
     INCLUDED_BYTES_PER_RUN,
     IncludeBudget,
     PageIncludes,
 )
+from docdex.indexer.run.run import index_sources
 
 from fixtures import search_index
 from gitrepo import Workspace

@@ -17,7 +17,7 @@ from docdex.index_format.store import (
     load_pages,
     load_segment,
 )
-from docdex.indexer.build.compaction import CompactionPolicy, choose_victims, size_tier
+from docdex.indexer.run.compaction import CompactionPolicy, choose_victims, size_tier
 from docdex.server.engine import Engine, EngineSettings
 
 from fixtures import pushed_workspace, search_index
@@ -286,8 +286,8 @@ def test_a_run_lets_go_of_the_model_it_loaded_before_it_compacts(
     import gc
     import weakref
 
-    from docdex.indexer.build import passage_model, publish
-    from docdex.indexer.build.run import index_sources
+    from docdex.indexer.run import passage_model, publish
+    from docdex.indexer.run.run import index_sources
 
     class Model:  # stands for a model the run loads: it holds the only reference
         def __getattr__(self, name):
@@ -338,7 +338,7 @@ def test_pushes_of_one_size_are_rewritten_once_per_tier_not_once_per_push():
 
 
 def test_a_crash_between_segments_keeps_the_last_good_version(tmp_path, ws, embedder, monkeypatch):
-    from docdex.indexer.build import stream as segmentstream
+    from docdex.indexer.run import stream as segmentstream
 
     data = DataDir(tmp_path / "data")
     config = make_config(ws, segment_chunks=BOUND)

@@ -16,10 +16,10 @@ from docdex.index_format.config import Config, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.records import FileProblem
 from docdex.index_format.store import load_current, load_pages, load_segment, write_manifest
-from docdex.indexer.build.report import RunReport
-from docdex.indexer.build.run import index_sources
 from docdex.indexer.git.blobs import read_markdown
 from docdex.indexer.git.diffs import list_files
+from docdex.indexer.run.report import RunReport
+from docdex.indexer.run.run import index_sources
 from docdex.indexer.sources.worktree import Worktree
 
 from gitrepo import Workspace, git

@@ -12,7 +12,7 @@ import uuid
 import numpy as np
 import pytest
 
-from docdex.index_format.models import EndpointEmbedder, RerankEndpoint
+from docdex.index_format.model_tables import EndpointEmbedder, RerankEndpoint
 from docdex.model.embedder import Embedder
 from docdex.model.endpoint import (
     QUERY_COOLDOWN_S,

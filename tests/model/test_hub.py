@@ -17,7 +17,7 @@ import pytest
 from docdex.cli import main
 from docdex.index_format.config import load_config
 from docdex.index_format.layout import DataDir
-from docdex.index_format.models import OnnxEmbedder
+from docdex.index_format.model_tables import OnnxEmbedder
 from docdex.model.files import weights_path
 from docdex.model.hub import HubError, pull
 from docdex.model.onnx_dir import onnx_info

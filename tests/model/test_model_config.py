@@ -7,7 +7,7 @@ import pytest
 
 from docdex.index_format.config import ConfigError, load_config, save_config
 from docdex.index_format.layout import DataDir
-from docdex.index_format.models import EndpointEmbedder, OnnxEmbedder, RerankEndpoint
+from docdex.index_format.model_tables import EndpointEmbedder, OnnxEmbedder, RerankEndpoint
 
 
 def load(tmp_path, text: str):

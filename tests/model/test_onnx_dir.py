@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from docdex.index_format.models import OnnxEmbedder
+from docdex.index_format.model_tables import OnnxEmbedder
 from docdex.model.choice import embedder_identity, load_embedder
 from docdex.model.embedder import Embedder
 from docdex.model.onnx_dir import OnnxDirEmbedder, onnx_info

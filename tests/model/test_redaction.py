@@ -11,11 +11,11 @@ import pytest
 from docdex.index_format import metrics
 from docdex.index_format.config import load_config
 from docdex.index_format.layout import DataDir
-from docdex.index_format.redaction import REDACTED, redact
 from docdex.index_format.store import load_current
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.run import index_sources
 from docdex.model.embedder import Embedder
 from docdex.model.protocol import EmbedderUnavailable
+from docdex.runtime.redaction import REDACTED, redact
 
 from fixtures import FAQ, index_workspace, pushed_workspace
 

@@ -16,8 +16,8 @@ from mcp.shared.uri_template import UriTemplate
 from docdex.errors import InvalidArgument
 from docdex.index_format.config import load_config, save_config
 from docdex.server.answers.budget import ANSWER_CAP_CHARS, answer_chars, within_cap
-from docdex.server.answers.pages import page_text
-from docdex.server.answers.paging import Lines
+from docdex.server.answers.cursors import Lines
+from docdex.server.answers.documents import page_text
 from docdex.server.answers.shapes import PageList, PageSummary
 from docdex.server.engine import RESOURCE_TEMPLATE, resource_uri
 from docdex.server.mcp.tools import build_mcp

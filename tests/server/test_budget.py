@@ -16,7 +16,7 @@ from docdex.server.answers.budget import (
     MAX_MAX_CHARS,
     cut,
 )
-from docdex.server.answers.context import with_context
+from docdex.server.answers.widening import with_context
 from docdex.server.engine import Engine, Hit, SearchResult
 from docdex.server.mcp.tools import build_mcp
 

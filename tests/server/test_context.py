@@ -1,4 +1,4 @@
-"""Hits that answer on their own (server/answers/context.py): a short hit is widened to its
+"""Hits that answer on their own (server/answers/widening.py): a short hit is widened to its
 section, or to the chunks beside it, within the answer's budget; a hit that an earlier one
 holds is folded into it; one page's further hits follow the other pages'."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from docdex.server.answers.context import with_context
+from docdex.server.answers.widening import with_context
 
 from fixtures import open_indexed_docs
 

@@ -17,12 +17,12 @@ import pytest
 
 from docdex.index_format.config import Config, Settings, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
-from docdex.index_format.models import EndpointEmbedder, RerankEndpoint
+from docdex.index_format.model_tables import EndpointEmbedder, RerankEndpoint
 from docdex.index_format.store import load_current
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.run import index_sources
 from docdex.model.embedder import Embedder
 from docdex.model.endpoint import QUERY_COOLDOWN_S, QUERY_RETRIES, RemoteEmbedder
-from docdex.server.answers.limits import SourceLimit
+from docdex.server.answers.source_limits import SourceLimit
 from docdex.server.boot import Boot, open_docs
 from docdex.server.engine import Engine, EngineSettings, Scope
 from docdex.server.engine.rerank import EndpointReranker

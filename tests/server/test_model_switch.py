@@ -9,8 +9,8 @@ import threading
 
 from docdex.index_format.config import Config, Settings, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
-from docdex.index_format.models import OnnxEmbedder
-from docdex.indexer.build.run import index_sources
+from docdex.index_format.model_tables import OnnxEmbedder
+from docdex.indexer.run.run import index_sources
 from docdex.serverproc import ServeProcess
 
 from exports import export_dir

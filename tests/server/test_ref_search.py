@@ -15,7 +15,7 @@ from mcp import Client
 from docdex.errors import NotFound
 from docdex.index_format.config import Config, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.run import index_sources
 from docdex.server.boot import Boot, open_docs
 from docdex.server.engine import resource_uri
 from docdex.server.mcp.tools import build_mcp

@@ -12,8 +12,8 @@ import pytest
 
 from docdex.index_format.config import Config, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
-from docdex.indexer.build.run import index_sources
-from docdex.server.answers.limits import SourceLimit
+from docdex.indexer.run.run import index_sources
+from docdex.server.answers.source_limits import SourceLimit
 from docdex.server.boot import Boot, open_docs
 
 from fixtures import pushed_workspace

@@ -18,7 +18,7 @@ from mcp import Client, StdioServerParameters
 from docdex.index_format.config import Config, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current
-from docdex.indexer.build.lock import watch_lock
+from docdex.indexer.run.lock import watch_lock
 from docdex.serverproc import ServeProcess
 
 from fixtures import build_workspace, index_workspace

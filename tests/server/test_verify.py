@@ -33,8 +33,8 @@ from docdex.index_format.store import (
     write_atomic,
 )
 from docdex.index_format.verify import COLLECTED_NOTE, OLD_FORMAT_NOTE
-from docdex.indexer.build.context import IndexingError
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.context import IndexingError
+from docdex.indexer.run.run import index_sources
 from docdex.server import versions
 from docdex.server.boot import Boot, open_docs
 from docdex.serverproc import ServeProcess

@@ -14,7 +14,7 @@ import pytest
 from docdex.index_format.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_manifest, point_current, write_manifest
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.run import index_sources
 from docdex.server.boot import engine_loader
 from docdex.server.engine import DEFAULT_SETTINGS, EngineSettings
 from docdex.server.versions import NoVersion, VersionHolder

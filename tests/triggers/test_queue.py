@@ -12,7 +12,7 @@ import msgspec
 from docdex.hooks.install import install_hook
 from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import IndexRequest, file_request, pending_requests, queue_dir
-from docdex.index_format.times import ISO_UTC
+from docdex.runtime.times import ISO_UTC
 
 from fixtures import pushed_workspace
 from gitrepo import git

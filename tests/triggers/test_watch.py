@@ -19,8 +19,8 @@ from docdex.errors import InvalidArgument
 from docdex.index_format.config import Config, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_current, load_pages
-from docdex.indexer.build.lock import watch_lock
-from docdex.indexer.build.run import index_sources
+from docdex.indexer.run.lock import watch_lock
+from docdex.indexer.run.run import index_sources
 from docdex.indexer.sources.worktree import WORKTREE_SUFFIX
 from docdex.indexer.triggers import watch
 from docdex.indexer.triggers.watch import (

@@ -23,7 +23,7 @@ from docdex.index_format.config import (
 from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import file_request, pending_requests
 from docdex.index_format.store import list_versions, load_current
-from docdex.indexer.build.lock import writer_lock
+from docdex.indexer.run.lock import writer_lock
 from docdex.indexer.triggers.worker import try_lock, worker_pid
 from docdex.server.boot import Boot, open_docs
 from docdex.serverproc import ServeProcess

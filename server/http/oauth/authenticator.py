@@ -18,7 +18,7 @@ from mcp.shared.auth import OAuthClientInformationFull
 from starlette.requests import Request
 
 from .provider import DocdexProvider
-from .store import token_hash
+from .token_store import token_hash
 
 
 class HashedSecretAuthenticator(ClientAuthenticator):

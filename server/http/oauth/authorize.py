@@ -5,7 +5,7 @@ The SDK's handler sends an error to the redirect URI as soon as it can find the 
 one of its URIs, even in a request it could not parse. With open registration anyone can
 register any https URI, so that would let a stranger's link send a browser from docdex's
 own address to the stranger's site. Here an error is shown on a page of docdex's own
-(pages.authorize_error) unless the client and its redirect URI are both valid AND the owner
+(screens.authorize_error) unless the client and its redirect URI are both valid AND the owner
 once authorized that client (provider.trusted); only then does it go to the redirect URI,
 with `state` and `iss` (RFC 9207).
 """
@@ -32,7 +32,7 @@ from starlette.datastructures import FormData, QueryParams
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from . import pages
+from . import screens
 from .provider import DocdexProvider
 from .throttle import requester
 
@@ -49,12 +49,12 @@ class AuthorizationEndpoint:
         client = await self._client(params)
         redirect_uri = _redirect_uri(client, params) if client is not None else None
         if client is None or redirect_uri is None:
-            return pages.authorize_error("invalid_request")
+            return screens.authorize_error("invalid_request")
         trusted = self.provider.trusted(client.client_id)
 
         def refuse(error: AuthorizeError) -> Response:
             if not trusted:
-                return pages.authorize_error(error.error)
+                return screens.authorize_error(error.error)
             target = construct_redirect_uri(
                 str(redirect_uri),
                 error=error.error,

@@ -11,7 +11,7 @@
                                      (each ticked), decision: the 303 as above
 
 The sources form lists the configured sources, none ticked: ticking some limits the
-client's tokens to those (server/answers/limits.py); ticking none lets it read every source,
+client's tokens to those (server/answers/source_limits.py); ticking none lets it read every source,
 those added later too. It comes only after the admin secret, so that the page, which anyone
 who can register a client reaches, names no source to a stranger.
 
@@ -20,7 +20,7 @@ one typed, in constant time, before anything else is looked at, so a right secre
 passes whatever strangers typed before; a wrong one costs what provider.wrong_secret says,
 to whoever typed it. A denial is sent back to the client only if the owner once authorized
 it: otherwise a stranger's client could use docdex's address to send a browser anywhere
-(RFC 9700 4.11.2). The page carries its own Content-Security-Policy (pages.py).
+(RFC 9700 4.11.2). The page carries its own Content-Security-Policy (screens.py).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from . import pages
+from . import screens
 from .paths import CONSENT_PATH
 from .pending import Pending
 from .provider import DocdexProvider, WrongSecret
@@ -64,7 +64,7 @@ class Consent:
         request_id = request.query_params.get("request", "")
         pending = self.provider.pending(request_id)
         if pending is None:
-            return pages.gone()
+            return screens.gone()
         return _form(request_id, pending)
 
     async def answer(self, request: Request) -> Response:
@@ -72,7 +72,7 @@ class Consent:
         request_id = _text(form.get("request"))
         pending = self.provider.pending(request_id)
         if pending is None:
-            return pages.gone()
+            return screens.gone()
         if _text(form.get("decision")) == "deny":
             return self._denied(request_id, pending)
         if "owner" in form:
@@ -93,7 +93,7 @@ class Consent:
         self._signed_in.pop(request_id, None)
         target = self.provider.deny(request_id)
         if target is not None and not self.provider.trusted(pending.client_id):
-            return pages.refused()
+            return screens.refused()
         return _redirect(target, pending)
 
     async def _wrong(self, request_id: str, pending: Pending) -> Response:
@@ -101,8 +101,8 @@ class Consent:
         if outcome is WrongSecret.AGAIN:
             return _form(request_id, pending, "Wrong admin secret.", 403)
         if outcome is WrongSecret.WITHDRAWN:
-            return pages.gone("Too many wrong secrets for this request", 429)
-        return pages.gone("Too many wrong secrets: this client is forgotten")
+            return screens.gone("Too many wrong secrets for this request", 429)
+        return screens.gone("Too many wrong secrets: this client is forgotten")
 
     def _sources_chosen(self, request_id: str, pending: Pending, form: FormData) -> Response:
         """The sources form's answer: its one-time key says the owner signed in for this
@@ -124,8 +124,8 @@ def _text(value: object) -> str:
 
 def _redirect(target: str | None, pending: Pending) -> Response:
     if target is None:
-        return pages.gone()
-    return RedirectResponse(target, status_code=303, headers=pages.headers(pending.redirect_uri))
+        return screens.gone()
+    return RedirectResponse(target, status_code=303, headers=screens.headers(pending.redirect_uri))
 
 
 def _form(request_id: str, pending: Pending, problem: str = "", status: int = 200) -> Response:
@@ -153,7 +153,7 @@ def _form(request_id: str, pending: Pending, problem: str = "", status: int = 20
 <button type="submit" name="decision" value="deny">Deny</button></p>
 </form>"""
     return HTMLResponse(
-        pages.document(body), status_code=status, headers=pages.headers(pending.redirect_uri)
+        screens.document(body), status_code=status, headers=screens.headers(pending.redirect_uri)
     )
 
 
@@ -174,4 +174,4 @@ too.</p><ul>{boxes}</ul></fieldset>
 <p><button type="submit" name="decision" value="allow">Allow</button>
 <button type="submit" name="decision" value="deny">Deny</button></p>
 </form>"""
-    return HTMLResponse(pages.document(body), headers=pages.headers(pending.redirect_uri))
+    return HTMLResponse(screens.document(body), headers=screens.headers(pending.redirect_uri))

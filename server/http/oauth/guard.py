@@ -23,7 +23,8 @@ from collections.abc import Sequence
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..grants import GRANT, STATIC_CLIENT, Grant, Verifier, granted, static_grant
+from docdex.server.http.grants import GRANT, STATIC_CLIENT, Grant, Verifier, granted, static_grant
+
 from .settings import READ_SCOPE
 
 __all__ = ["GRANT", "STATIC_CLIENT", "Grant", "Guard", "Verifier", "send_challenge"]

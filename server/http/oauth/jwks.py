@@ -37,9 +37,9 @@ import jwt
 from jwt import PyJWK
 
 from docdex.errors import DocdexError
+from docdex.server.http.grants import Grant, Verifier
 
-from ..grants import Grant, Verifier
-from .store import Clock
+from .token_store import Clock
 
 ALGORITHMS_OF_KEY = {
     "RSA": ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"),

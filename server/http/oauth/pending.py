@@ -16,7 +16,7 @@ import msgspec
 
 from docdex.errors import DocdexError
 
-from .store import Clock
+from .token_store import Clock
 
 MAX_PENDING = 1000
 MAX_PER_CLIENT = 5  # of one client from one requester

@@ -42,8 +42,8 @@ from .paths import CONSENT_PATH
 from .pending import Pending, PendingFull, PendingRequests
 from .redirects import redirect_refusal
 from .settings import ALL_SCOPES, READ_SCOPE, AuthSettings, same_resource
-from .store import Clock, OAuthStore, StoreFull, TokenPair, TokenRecord
 from .throttle import MAX_WRONG_PER_REQUEST, WrongSecrets
+from .token_store import Clock, OAuthStore, StoreFull, TokenPair, TokenRecord
 
 
 class Lifetimes(msgspec.Struct, frozen=True, kw_only=True):

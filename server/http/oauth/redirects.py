@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from urllib.parse import SplitResult, urlsplit
 
-from ..auth import is_loopback
+from docdex.server.http.auth import is_loopback
 
 MAX_URI_CHARS = 2000
 _SCHEME = re.compile(r"[a-z][a-z0-9+\-]*")

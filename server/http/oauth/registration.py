@@ -22,9 +22,9 @@ from mcp.server.auth.handlers.register import RegistrationHandler
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .store import Clock
 from .throttle import Window, requester
 from .token_endpoints import oauth_error
+from .token_store import Clock
 
 MAX_REGISTRATION_BYTES = 8 * 1024
 MAX_FIELD_CHARS = 2000

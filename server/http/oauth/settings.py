@@ -17,10 +17,9 @@ from urllib.parse import urlsplit
 import msgspec
 
 from docdex.errors import DocdexError
-
-from ..grants import ALL_SCOPES as ALL_SCOPES  # the scopes, named where grants are
-from ..grants import READ_SCOPE as READ_SCOPE
-from ..grants import REINDEX_SCOPE as REINDEX_SCOPE
+from docdex.server.http.grants import ALL_SCOPES as ALL_SCOPES  # the scopes, named where grants are
+from docdex.server.http.grants import READ_SCOPE as READ_SCOPE
+from docdex.server.http.grants import REINDEX_SCOPE as REINDEX_SCOPE
 
 MCP_PATH = "/mcp"
 MIN_ADMIN_SECRET = 16  # characters

@@ -25,13 +25,13 @@ import msgspec
 from starlette.routing import BaseRoute, Route, Router
 from starlette.types import Receive, Scope, Send
 
+from docdex.server.http.grants import Grant, Verifier, stored_grant
 from docdex.server.mcp.deferred import SDK_IMPORT
 
-from ..grants import Grant, Verifier, stored_grant
 from .jwks import JwksVerifier
 from .paths import AS_PATHS, PROTECTED_RESOURCE_PATHS, resource_metadata_url
 from .settings import AuthMode, AuthSettings, same_resource
-from .store import Clock, OAuthStore
+from .token_store import Clock, OAuthStore
 
 if TYPE_CHECKING:  # at run time the provider loads with the routes
     from .provider import Lifetimes

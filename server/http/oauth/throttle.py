@@ -24,7 +24,7 @@ from collections.abc import Hashable
 
 from starlette.requests import Request
 
-from .store import UNUSED_CLIENT_S, Clock
+from .token_store import UNUSED_CLIENT_S, Clock
 
 MAX_KEYS = 10_000
 WINDOW_S = 300.0

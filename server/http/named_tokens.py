@@ -1,5 +1,5 @@
 """Named static tokens: bearer tokens made by `docdex auth token NAME [--source S]...`, each
-limited to some sources or not, kept hashed in state/oauth.json (oauth/store.py) beside the
+limited to some sources or not, kept hashed in state/oauth.json (oauth/token_store.py) beside the
 OAuth clients. They work in every `--auth` mode, beside $DOCDEX_TOKEN (every source, every
 scope), and end with `docdex auth revoke NAME` at the server's next request (the store reads
 the file again when it changes).
@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .grants import Grant, Verifier, stored_grant
-from .oauth.store import STATIC_PREFIX, OAuthStore
+from .oauth.token_store import STATIC_PREFIX, OAuthStore
 
 
 class NamedTokens:

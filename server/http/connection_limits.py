@@ -2,7 +2,7 @@
 
 The limits themselves (`ConnectionLimits`: DOCDEX_HEADER_TIMEOUT, DOCDEX_IDLE_TIMEOUT,
 DOCDEX_MAX_CONNECTIONS) are read with the rest of the environment, before the server starts
-loading the model (index-format/environment.py); connections.py enforces them.
+loading the model (runtime/environment.py); connections.py enforces them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import resource
 
 import msgspec
 
-from docdex.index_format.environment import ConnectionLimits
+from docdex.runtime.environment import ConnectionLimits
 
 log = logging.getLogger("docdex.server")
 

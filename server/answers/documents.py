@@ -16,8 +16,8 @@ from docdex.index_format.reassembly import reassemble
 from docdex.index_format.records import CHUNK_ID, ChunkRecord, ServedPage, SourceState, chunk_id
 from docdex.server.engine import TITLE_CHARS, Engine, breadcrumb, clip, clip_headings, resource_uri
 
+from .cursors import Cursor, Lines, Window, decode_cursor, encode_cursor
 from .freshness import Freshness
-from .paging import Cursor, Lines, Window, decode_cursor, encode_cursor
 from .shapes import Document, PageSummary, Section, SourceInfo
 
 TEXT_KIND = (

@@ -31,23 +31,23 @@ from docdex.index_format.records import (
     SourceState,
     StoredPage,
 )
-from docdex.index_format.redaction import redact
-from docdex.index_format.refs import base_of, split_key
+from docdex.index_format.ref_names import base_of, split_key
 from docdex.index_format.store import (
     load_pages,
 )
-from docdex.index_format.times import iso_utc
-from docdex.indexer.chunking.includes import PageIncludes, PathReader
+from docdex.indexer.chunking.include_syntax import PageIncludes, PathReader
 from docdex.indexer.git.diffs import Change, FileEntry
 from docdex.indexer.git.history import PageDates
 from docdex.indexer.git.repo import default_branch, is_empty, open_repo, ref_tips, resolve_branch
 from docdex.indexer.sources import changes
 from docdex.indexer.sources.commit_changes import commit_changes
-from docdex.indexer.sources.includes import include_reader
+from docdex.indexer.sources.include_files import include_reader
 from docdex.indexer.sources.refs import FoundRef, RefFamily, discover
 from docdex.indexer.sources.remote import local_repository
 from docdex.indexer.sources.worktree_changes import worktree_changes
 from docdex.model.protocol import EmbedderUnavailable
+from docdex.runtime.redaction import redact
+from docdex.runtime.times import iso_utc
 
 from .context import (
     IndexingError,
@@ -59,8 +59,8 @@ from .context import (
     SourceRun,
 )
 from .nospace import is_disk_full
+from .page_records import config_hash, parse_file
 from .passage_model import embeds_remotely
-from .records import config_hash, parse_file
 from .report import SourceReport
 
 log = logging.getLogger("docdex.pipeline")

@@ -18,7 +18,7 @@ from docdex.index_format.records import (
     PageRecord,
     chunk_id,
 )
-from docdex.indexer.chunking import includes
+from docdex.indexer.chunking import include_syntax
 from docdex.indexer.chunking.markdown import page_lead, parse_page
 from docdex.indexer.git.diffs import FileEntry
 from docdex.indexer.git.history import PageDates
@@ -34,11 +34,11 @@ def parse_file(
     entry: FileEntry,
     content: str,
     dates: PageDates | None,
-    read_path: includes.PathReader | None = None,
+    read_path: include_syntax.PathReader | None = None,
 ) -> PendingPage | FileProblem:
     parsed = parse_page(content, entry.path, ctx.settings.chunker(), read_path)
     if parsed.draft and not src.config.drafts:
-        return FileProblem(entry.path, includes.DRAFT_SKIPPED)
+        return FileProblem(entry.path, include_syntax.DRAFT_SKIPPED)
     source = src.name
     doc_id = f"{source}:{entry.path}"
     chunks = []

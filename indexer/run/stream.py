@@ -21,7 +21,12 @@ from docdex.index_format.config import Settings
 from docdex.index_format.layout import DataDir
 from docdex.index_format.records import ChunkRecord, ChunkRef, EmbedderInfo, PageRecord, SegmentRef
 from docdex.index_format.store import VECTORS_FILE
-from docdex.index_format.tokens import TokenArrays, TokenPacker, chunk_tokens, load_token_vectors
+from docdex.index_format.token_vectors import (
+    TokenArrays,
+    TokenPacker,
+    chunk_tokens,
+    load_token_vectors,
+)
 from docdex.model.embedder import Embedder
 from docdex.model.late_interaction import Tokens, embed_with_tokens
 from docdex.model.protocol import TextEmbedder

@@ -14,7 +14,7 @@ conventional folders (`docs/`, `snippets/`, `includes/`, `_includes/`, `content/
 first file that exists is read. A path that is absolute, has a `..` that leaves the
 repository, or names no file is left alone (the line stays as written). Files are read
 through a `PathReader` that sees only the tree being indexed (the commit's tree, or the
-working tree with symlinks leaving it refused: indexer/sources/includes.py), at most
+working tree with symlinks leaving it refused: indexer/sources/include_files.py), at most
 `MAX_INCLUDES` per page, nested `MAX_DEPTH` deep.
 
 What includes may add is bounded (`IncludeBudget`, `PageIncludes`): a page expands each

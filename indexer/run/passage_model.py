@@ -6,7 +6,7 @@ loads it."""
 from __future__ import annotations
 
 from docdex.index_format.config import Settings
-from docdex.index_format.models import EmbedderSpec, EndpointEmbedder
+from docdex.index_format.model_tables import EmbedderSpec, EndpointEmbedder
 from docdex.index_format.records import EmbedderInfo, Manifest
 from docdex.model.choice import embedder_identity, load_embedder
 from docdex.model.protocol import TextEmbedder

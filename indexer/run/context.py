@@ -21,7 +21,7 @@ from docdex.index_format.records import (
     SourceState,
     StoredPage,
 )
-from docdex.indexer.chunking.includes import IncludeBudget
+from docdex.indexer.chunking.include_syntax import IncludeBudget
 from docdex.indexer.sources.refs import FoundRef, RefFamily
 
 from .passage_model import LazyModel
@@ -148,7 +148,7 @@ class SourceRun:
     configuration, what the previous version holds of it, and the report the run fills in."""
 
     config: SourceConfig
-    key: str  # its manifest entry: the source's name, or "source@ref" (index-format/refs.py)
+    key: str  # its manifest entry: the source's name, or "source@ref" (index-format/ref_names.py)
     ref: FoundRef | None  # None: the default ref (the branch, or a checkout's working tree)
     family: RefFamily  # the source's entries in the previous version
     previous: SourceState | None

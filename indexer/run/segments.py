@@ -17,7 +17,7 @@ from docdex.index_format.store import (
     load_segment,
     write_segment_files,
 )
-from docdex.index_format.tokens import (
+from docdex.index_format.token_vectors import (
     TokenArrays,
     concat_chunks,
     load_token_vectors,

@@ -15,14 +15,14 @@ from docdex.index_format.records import (
     SegmentRef,
     SourceState,
 )
-from docdex.index_format.refs import file_stem
+from docdex.index_format.ref_names import file_stem
 from docdex.index_format.store import (
     directory_sums,
     point_current,
     write_manifest,
     write_pages,
 )
-from docdex.index_format.times import iso_utc
+from docdex.runtime.times import iso_utc
 
 from .compaction import CompactionPolicy, PagesBySource, compact
 from .context import RunContext, RunState

@@ -1,6 +1,6 @@
 """The files a page's includes name, read from the tree a run indexes: the commit's tree, or
 a checkout's working tree with symlinks that leave it refused (the syntax and where paths
-are looked for: indexer/chunking/includes.py; adr/0018)."""
+are looked for: indexer/chunking/include_syntax.py; adr/0018)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dulwich.repo import Repo
 
 from docdex.index_format.config import SourceConfig, source_kind
 from docdex.index_format.layout import DataDir
-from docdex.indexer.chunking.includes import PathReader
+from docdex.indexer.chunking.include_syntax import PathReader
 from docdex.indexer.git.blobs import decode_markdown
 from docdex.indexer.git.repo import read_blob, to_bytes
 

@@ -33,7 +33,7 @@ from docdex.index_format.records import (
     ChunkRef,
     Manifest,
 )
-from docdex.index_format.refs import base_of
+from docdex.index_format.ref_names import base_of
 from docdex.index_format.store import (
     list_versions,
     load_current,

@@ -18,7 +18,7 @@ import msgspec
 
 from docdex.errors import InvalidArgument, NotFound, shown
 from docdex.index_format.records import ServedPage, SourceState
-from docdex.index_format.refs import base_of
+from docdex.index_format.ref_names import base_of
 from docdex.server.engine import Engine, Scope
 
 V = TypeVar("V")

@@ -14,8 +14,8 @@ from docdex.index_format.layout import DataDir
 from docdex.index_format.records import (
     FileProblem,
 )
-from docdex.index_format.times import iso_utc
 from docdex.runtime.logs import log_event
+from docdex.runtime.times import iso_utc
 
 from .gc import GcReport
 

@@ -49,7 +49,7 @@ from typing import Literal, TypeVar
 
 import msgspec
 
-from .config import ConfigError
+from docdex.errors import ConfigError
 
 LogFormat = Literal["text", "json"]
 # runtime/logs.py's FORMATS: the two layers are siblings, neither may import the other
