@@ -20,7 +20,7 @@ setup:
     command -v chromium > /dev/null || { test "$(id -u)" = 0 && command -v apt-get > /dev/null \
         && DEBIAN_FRONTEND=noninteractive apt-get update -qq \
         && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null; } \
-        || echo "chromium is missing (apt-get install chromium): tests/http/test_web.py will skip"
+        || echo "chromium is missing (apt-get install chromium): tests/server/http/test_web.py will skip"
 
 # Run the test suite.
 test *ARGS: setup
@@ -28,7 +28,7 @@ test *ARGS: setup
 
 # Build the wheel, install it with one plain pip install into a new venv, index, search, serve.
 wheel-check: setup
-    {{bin}}/python tests/wheel_check.py
+    {{bin}}/python tests/support/wheel_check.py
 
 # Index the docs that ship with docdex through a real bare repo and push, then search them.
 demo: setup
@@ -50,18 +50,25 @@ conformance: setup
 ranking *ARGS: setup
     {{bin}}/python -m bench.ranking {{ARGS}}
 
-# Lint, format check, the layer contracts and the type check (.ci/run runs it too).
+# Lint, format check, declared dependencies, the layer contracts and the type check (.ci/run
+# runs it too).
 lint: setup layers types
     {{bin}}/ruff check .
     {{bin}}/ruff format --check .
+    # Every import declared ([tool.deptry]): the product's in [project] dependencies, then
+    # those of tests/ and bench/ there or in the dev extra (which they may use, and need not
+    # use all of).
+    {{bin}}/deptry .
+    {{bin}}/deptry tests tests/support bench --exclude '\.venv' --extend-exclude __pycache__ \
+        --known-first-party docdex --known-first-party bench --ignore DEP002,DEP004
 
 # The import contracts between the packages and inside each side (adr/0013, adr/0030).
 layers: setup
-    {{bin}}/python tests/lint_imports.py
+    {{bin}}/python tests/support/lint_imports.py
 
 # mypy over the whole package (pyproject.toml, [tool.mypy]).
 types: setup
-    {{bin}}/python tests/check_types.py
+    {{bin}}/python tests/support/check_types.py
 
 # Format the code.
 fmt: setup

@@ -2,7 +2,7 @@
 
 A document holds each bench's table between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`.
 `rewrite` replaces what is between a bench's markers by its summaries' rendering; `stale`
-lists the tables that differ from it (tests/app/test_bench_tables.py keeps it empty), so the
+lists the tables that differ from it (tests/bench/test_bench_tables.py keeps it empty), so the
 documents cannot drift from bench/results.
 
 Three layouts, chosen by bench (`layout`):

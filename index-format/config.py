@@ -1,5 +1,5 @@
 """Configuration: a data directory's docdex.toml (settings and sources). Where the data
-directory is comes from the environment (environment.py) or the command line."""
+directory is comes from the environment (runtime/environment.py) or the command line."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     source_timeout_s: Annotated[int, msgspec.Meta(ge=0)] = 0
     # default | none | maxsim | cross-encoder:/path/to/onnx-dir | NAME of a rerank [models.NAME]
     reranker: str = "default"
-    # "minilm" (the shipped model) or the name of a [models.NAME] table (models.py): changing
+    # "minilm" (the shipped model) or the name of a [models.NAME] table (model_tables.py): changing
     # it re-embeds every source into a new version while the old one keeps serving
     embedder: str = MINILM
     late_interaction: bool = False  # write token vectors for MaxSim (ADR 0006; ~70 B/token)

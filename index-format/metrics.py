@@ -5,7 +5,7 @@ for a cycle that died) and read by anyone: `state/last_ingestion.json` after a r
 published or checked a version, and `state/last_failure.json` after a run (or one of its
 sources) that failed. They are run state, never part of a
 version; a missing or unreadable file reads as None. A failure's sentence is redacted as it
-is written (redaction.py): it may quote an endpoint that echoed its key.
+is written (runtime/redaction.py): it may quote an endpoint that echoed its key.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A page's text rebuilt from its chunks: the index keeps no other copy of a page.
 
-The chunker (indexer/chunking/markdown.py) and the server (server/answers/documents.py) share
+The chunker (indexer/chunking/page_parser.py) and the server (server/answers/documents.py) share
 this rule, so it lives in the format: line N of the result is line N of the file. A page's
 chunks hold every line of it that is not empty, its front matter's aside (FORMAT.md, "Page
 text"), so the result is the page's text.

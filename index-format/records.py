@@ -86,7 +86,7 @@ class EmbedderInfo(msgspec.Struct, frozen=True):
     sha256: str  # of the model file (a configured model: of what decides its vectors)
     window_tokens: int = WINDOW_TOKENS
     window_overlap: int = WINDOW_OVERLAP
-    # how to load it again (models.py): None for the shipped model; never an API key
+    # how to load it again (model_tables.py): None for the shipped model; never an API key
     spec: EmbedderSpec | None = None
 
 
@@ -253,7 +253,7 @@ class SourceState(msgspec.Struct, frozen=True):
     problems: list[FileProblem] = []
     last_error: str = ""  # why the last run of this entry failed ("" = it did not)
     links: dict[str, str] | None = None  # symlinks at `commit`: path -> link blob (None: unknown)
-    # The ref this entry indexes (refs.py beside this file). A source's default ref has the
+    # The ref this entry indexes (ref_names.py beside this file). A source's default ref has the
     # source's own name as its key; each other ref of its `refs` is an entry "source@ref".
     ref: str = ""  # short branch or tag name ("" = not recorded: the branch in `branch`)
     ref_kind: str = "branch"  # "branch" | "tag"

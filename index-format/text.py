@@ -122,8 +122,8 @@ def text_schema() -> tantivy.Schema:
 
 def analyze(text: str) -> list[str]:
     """The terms the text fields of a new index hold for `text`, in order: a query is
-    analysed exactly as the documents were (tests/engine/test_text_analysis.py checks it against
-    Tantivy's own index of the same text)."""
+    analysed exactly as the documents were (tests/index_format/test_text_analysis.py checks it
+    against Tantivy's own index of the same text)."""
     return text_analysis().terms(text)
 
 

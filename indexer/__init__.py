@@ -1,2 +1,2 @@
-"""The writing side, the only writer of the index: a run (build/) over sources (sources/),
+"""The writing side, the only writer of the index: a run (run/) over sources (sources/),
 chunked markdown (chunking/) and git (git/), started by triggers (triggers/)."""

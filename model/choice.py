@@ -1,7 +1,8 @@
 """The embedder a configuration or a manifest names, as one `TextEmbedder`: the shipped
 model (None), an ONNX export directory or an OpenAI-compatible endpoint (index-format's
-models.py). The indexer asks for its identity before a run and loads it at the first text
-to embed; the server loads the one each version was built with, from its manifest."""
+model_tables.py). The indexer asks for its identity before a run and loads it at the first text
+to embed; the server loads the one each version was built with, from its manifest. Each
+takes the `ModelEnvironment` its entry point built: the cache directory, an endpoint's key."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from docdex.index_format.model_tables import (
 )
 from docdex.index_format.records import EmbedderInfo
 
+from .model_environment import ModelEnvironment
 from .protocol import TextEmbedder
 
 
@@ -25,20 +27,24 @@ def embedder_identity(
     window_tokens: int,
     window_overlap: int,
     known: EmbedderInfo | None = None,
+    *,
+    model_environment: ModelEnvironment,
 ) -> EmbedderInfo:
     """What a manifest records of the embedder and content hashes are keyed by, without
     loading it (an endpoint whose dimension `known` does not give answers one probe)."""
     if spec is None or isinstance(spec, ShippedEmbedder):
         from .files import model_info
 
-        return shipped_identity(model_info(window_tokens, window_overlap), spec)
+        info = model_info(window_tokens, window_overlap, model_environment)
+        return shipped_identity(info, spec)
     if isinstance(spec, OnnxEmbedder):
         from .onnx_dir import onnx_info
 
-        return onnx_info(spec, window_tokens, window_overlap)
+        return onnx_info(spec, window_tokens, window_overlap, 0, model_environment)
     from .endpoint import endpoint_info
 
-    return endpoint_info(spec, window_tokens, window_overlap, known)
+    variables = model_environment.variables
+    return endpoint_info(spec, window_tokens, window_overlap, known, environ=variables)
 
 
 def load_embedder(
@@ -49,25 +55,34 @@ def load_embedder(
     window_overlap: int,
     for_queries: bool = False,
     info: EmbedderInfo | None = None,
+    model_environment: ModelEnvironment,
 ) -> TextEmbedder:
     """The embedder itself. `info`: its identity, when the caller has it already."""
     if spec is None or isinstance(spec, ShippedEmbedder):
         from .embedder import Embedder
 
-        passages = spec.passages if spec is not None else "float32"
         shipped = Embedder.load(
-            threads, window_tokens, window_overlap, for_queries=for_queries, passages=passages
+            threads,
+            window_tokens,
+            window_overlap,
+            for_queries=for_queries,
+            passages=spec.passages if spec is not None else "float32",
+            model_environment=model_environment,
         )
         shipped.info = shipped_identity(shipped.info, spec)
         return shipped
-    info = info or embedder_identity(spec, window_tokens, window_overlap)
+    info = info or embedder_identity(
+        spec, window_tokens, window_overlap, model_environment=model_environment
+    )
     if isinstance(spec, OnnxEmbedder):
         from .onnx_dir import OnnxDirEmbedder
 
-        return OnnxDirEmbedder.load(spec, threads, info.window_tokens, info.window_overlap, info)
+        return OnnxDirEmbedder.load(
+            spec, threads, info.window_tokens, info.window_overlap, info, model_environment
+        )
     from .endpoint import RemoteEmbedder
 
-    return RemoteEmbedder(info, spec)
+    return RemoteEmbedder(info, spec, environ=model_environment.variables)
 
 
 def shipped_identity(info: EmbedderInfo, spec: ShippedEmbedder | None) -> EmbedderInfo:
@@ -78,7 +93,9 @@ def shipped_identity(info: EmbedderInfo, spec: ShippedEmbedder | None) -> Embedd
     return msgspec.structs.replace(info, id=f"{info.id}+{spec.passages}-passages", spec=spec)
 
 
-def query_embedder(info: EmbedderInfo, threads: int) -> TextEmbedder:
+def query_embedder(
+    info: EmbedderInfo, threads: int, model_environment: ModelEnvironment
+) -> TextEmbedder:
     """The model a version with this `EmbedderInfo` was built with, to embed queries (an
     endpoint with the short retries and time limit of a query, endpoint.py)."""
     if isinstance(info.spec, EndpointEmbedder):
@@ -89,7 +106,8 @@ def query_embedder(info: EmbedderInfo, threads: int) -> TextEmbedder:
             retries=min(info.spec.retries, QUERY_RETRIES),
             timeout_s=min(info.spec.timeout_s, QUERY_TIMEOUT_S),
         )
-        return RemoteEmbedder(info, spec, cooldown_s=QUERY_COOLDOWN_S)
+        variables = model_environment.variables
+        return RemoteEmbedder(info, spec, environ=variables, cooldown_s=QUERY_COOLDOWN_S)
     return load_embedder(
         info.spec,
         threads=threads,
@@ -97,6 +115,7 @@ def query_embedder(info: EmbedderInfo, threads: int) -> TextEmbedder:
         window_overlap=info.window_overlap,
         for_queries=True,
         info=info,
+        model_environment=model_environment,
     )
 
 

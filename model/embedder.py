@@ -24,6 +24,7 @@ from tokenizers import Tokenizer
 from docdex.index_format.records import WINDOW_OVERLAP, WINDOW_TOKENS, EmbedderInfo
 
 from .files import ModelMissing, load_tokenizer, model_info, weights_path
+from .model_environment import UNCONFIGURED, ModelEnvironment
 from .sessions import cached_graph, cached_session
 from .windows import (
     CLS_ID,
@@ -85,26 +86,29 @@ class Embedder:
         max_batch: int = MAX_BATCH,
         for_queries: bool = False,
         passages: str = "float32",
+        model_environment: ModelEnvironment = UNCONFIGURED,
     ) -> Embedder:
-        """Load the installed model; `threads` None means os.cpu_count().
+        """Load the installed model; `threads` None means os.cpu_count(); the graphs
+        optimised once per machine are kept in `model_environment`'s cache directory.
 
         `for_queries`: run the int8 query graph, a third of the memory of the float32 one
         and as fast for one window. Otherwise the passage graph (passagegraph.py): the
         float32 model with its attention and GELU fused, the same vectors faster, or with
         `passages="int8"` its int8 form (other vectors: the "minilm-int8" embedder)."""
-        info = model_info(window_tokens, window_overlap)  # checks the weights' pinned hash
-        path, sha = weights_path(), info.sha256
+        # checks the weights' pinned hash
+        info = model_info(window_tokens, window_overlap, model_environment)
         tokenizer = load_tokenizer()
         threads = threads or os.cpu_count() or 1
-        graph, session = "int8", _int8_session(path, sha, threads) if for_queries else None
+        built_from = (weights_path(), info.sha256, threads, model_environment)  # each session
+        graph, session = "int8", _int8_session(*built_from) if for_queries else None
         if session is None and passages == "int8":
-            graph, session = "passage-int8", _passage_session(path, sha, threads, "int8")
+            graph, session = "passage-int8", _passage_session(*built_from, "int8")
             if session is None:  # its vectors are another model's: no quiet fallback
                 raise ModelMissing("the int8 passage graph cannot be built here (see the log)")
         if session is None:
-            graph, session = "passage", _passage_session(path, sha, threads)
+            graph, session = "passage", _passage_session(*built_from)
         if session is None:
-            graph, session = "float32", package_session(path, sha, threads)
+            graph, session = "float32", package_session(*built_from)
         return cls(session, tokenizer, info, token_budget, max_batch, graph=graph)
 
     # --- tokenising ------------------------------------------------------------------------
@@ -184,12 +188,17 @@ class Embedder:
 # --- sessions -------------------------------------------------------------------------------
 
 
-def package_session(path: Path, sha256: str, threads: int) -> ort.InferenceSession:
+def package_session(
+    path: Path, sha256: str, threads: int, model_environment: ModelEnvironment = UNCONFIGURED
+) -> ort.InferenceSession:
     """A session over the package's graph (float32 once optimised)."""
-    return cached_session(threads, cached_graph("minilm", sha256, ""), lambda: str(path))
+    cached = cached_graph("minilm", sha256, "", model_environment)
+    return cached_session(threads, cached, lambda: str(path))
 
 
-def _int8_session(path: Path, sha256: str, threads: int) -> ort.InferenceSession | None:
+def _int8_session(
+    path: Path, sha256: str, threads: int, model_environment: ModelEnvironment
+) -> ort.InferenceSession | None:
     """A session over the int8 query graph; None when it cannot be built or run here, and
     the caller uses the float32 graph."""
     from .int8graph import REWRITE_VERSION, int8_query_graph
@@ -203,11 +212,16 @@ def _int8_session(path: Path, sha256: str, threads: int) -> ort.InferenceSession
         path,
         sha256,
         threads,
+        model_environment,
     )
 
 
 def _passage_session(
-    path: Path, sha256: str, threads: int, kind: str = "float32"
+    path: Path,
+    sha256: str,
+    threads: int,
+    model_environment: ModelEnvironment,
+    kind: str = "float32",
 ) -> ort.InferenceSession | None:
     """A session over the fused passage graph (`kind` float32 or int8); None when it cannot
     be built or run here, and the caller uses the package's graph (float32: the same
@@ -223,6 +237,7 @@ def _passage_session(
         path,
         sha256,
         threads,
+        model_environment,
         child_args=() if kind == "float32" else (kind,),
     )
 
@@ -236,12 +251,13 @@ def _rewritten_session(
     path: Path,
     sha256: str,
     threads: int,
+    model_environment: ModelEnvironment,
     child_args: tuple[str, ...] = (),
 ) -> ort.InferenceSession | None:
     """A session over `rewrite(path)`, cached per machine as `kind` and built by a child
     running `module` (with `child_args` after the model and the file); None (and a log
     line saying why) when it cannot be built or run."""
-    cached = cached_graph(kind, sha256, f"rewrite {version}")
+    cached = cached_graph(kind, sha256, f"rewrite {version}", model_environment)
     if cached is not None and not cached.exists():
         _build_in_child(module, path, cached, child_args)
     try:

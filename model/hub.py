@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import keys
+from .model_environment import NO_VARIABLES
 from .protocol import EmbedderUnavailable
 
 DEFAULT_HUB = "https://huggingface.co"
@@ -62,7 +62,7 @@ def pull(
     target_root: Path,
     revision: str = "main",
     hub: str = DEFAULT_HUB,
-    environ: Mapping[str, str] | None = None,
+    environ: Mapping[str, str] = NO_VARIABLES,  # HF_TOKEN, when the hub wants one
 ) -> Pulled:
     """Fetch `repo` at `revision` into `target_root/<repo>@<commit>` (kept if already there)."""
     if not REPO_ID.fullmatch(repo):
@@ -70,7 +70,7 @@ def pull(
             f"{repo!r} is not a repository id such as sentence-transformers/all-MiniLM-L6-v2"
         )
     hub = hub.rstrip("/")
-    token = (keys.variables() if environ is None else environ).get("HF_TOKEN", "")
+    token = environ.get("HF_TOKEN", "")
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     quoted = urllib.parse.quote(revision, safe="")
     info = _get_json(f"{hub}/api/models/{repo}/revision/{quoted}", headers)

@@ -4,7 +4,7 @@ and its tokens' vectors, for passages at index time and for a query at search ti
 Token rows are the contextual MiniLM output of every content token of a text (the last
 hidden state, L2-normalised), in text order; tokens repeated in a window's overlap are kept
 once, special and punctuation-only tokens are dropped. How they are stored is the index
-format's business (index_format/tokens.py, adr/0006).
+format's business (index_format/token_vectors.py, adr/0006).
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from docdex.index_format.model_tables import OnnxEmbedder
 from docdex.index_format.records import EmbedderInfo
 
 from .files import file_sha256
+from .model_environment import UNCONFIGURED, ModelEnvironment
 from .protocol import EmbedderUnavailable, ProgressFn
 from .sessions import cached_graph, cached_session
 from .windows import embed_batched, masked_mean, pad_windows, split_content, unit_rows
@@ -72,16 +73,20 @@ def read_layout(spec: OnnxEmbedder) -> Layout:
 
 
 def onnx_info(
-    spec: OnnxEmbedder, window_tokens: int, window_overlap: int, dim: int = 0
+    spec: OnnxEmbedder,
+    window_tokens: int,
+    window_overlap: int,
+    dim: int = 0,
+    model_environment: ModelEnvironment = UNCONFIGURED,
 ) -> EmbedderInfo:
     """The directory's identity with these window settings (no session is built, unless
     config.json does not give the dimension)."""
     layout = read_layout(spec)
-    model_sha = file_sha256(layout.folder / MODEL_FILE)
+    model_sha = file_sha256(layout.folder / MODEL_FILE, model_environment)
     options = [
         REWRITE,
         model_sha,
-        file_sha256(layout.folder / TOKENIZER_FILE),
+        file_sha256(layout.folder / TOKENIZER_FILE, model_environment),
         layout.pooling,
         spec.normalize,
         layout.limit,
@@ -90,7 +95,11 @@ def onnx_info(
     ]
     digest = hashlib.sha256(json.dumps(options).encode()).hexdigest()
     size, overlap = _window(window_tokens, window_overlap, layout.limit)
-    dim = dim or layout.dim or OnnxDirEmbedder.load(spec, 1, size, overlap).info.dim
+    dim = (
+        dim
+        or layout.dim
+        or OnnxDirEmbedder.load(spec, 1, size, overlap, None, model_environment).info.dim
+    )
     return EmbedderInfo(
         id=f"onnx:{digest[:16]}",
         dim=dim,
@@ -145,7 +154,10 @@ class OnnxDirEmbedder:
         window_tokens: int,
         window_overlap: int,
         info: EmbedderInfo | None = None,
+        model_environment: ModelEnvironment = UNCONFIGURED,
     ) -> OnnxDirEmbedder:
+        """The directory's model; its graph optimised once per machine, in
+        `model_environment`'s cache directory."""
         from tokenizers import Tokenizer
 
         layout = read_layout(spec)
@@ -154,8 +166,8 @@ class OnnxDirEmbedder:
             tokenizer = Tokenizer.from_file(str(layout.folder / TOKENIZER_FILE))
             tokenizer.no_truncation()
             tokenizer.no_padding()
-            sha = info.sha256 if info is not None else file_sha256(model)
-            session = _session(model, sha, threads)
+            sha = info.sha256 if info is not None else file_sha256(model, model_environment)
+            session = _session(model, sha, threads, model_environment)
         except Exception as exc:  # a damaged or unsupported file: onnxruntime's own words
             raise EmbedderUnavailable(
                 f"cannot load the ONNX model in {layout.folder}: {exc}"
@@ -222,14 +234,15 @@ class OnnxDirEmbedder:
         return self._run([self._wrap(self.query_ids, content)])[0]
 
 
-def _session(model: Path, sha: str, threads: int) -> ort.InferenceSession:
+def _session(
+    model: Path, sha: str, threads: int, model_environment: ModelEnvironment
+) -> ort.InferenceSession:
     """A session over the directory's graph, optimised once per machine; a graph whose
     optimised form cannot be saved (weights in an external file past 2 GB) is optimised at
     each load instead."""
     try:
-        return cached_session(
-            threads, cached_graph("onnx-dir", sha, f"dir {REWRITE}"), lambda: str(model)
-        )
+        cached = cached_graph("onnx-dir", sha, f"dir {REWRITE}", model_environment)
+        return cached_session(threads, cached, lambda: str(model))
     except Exception:
         return cached_session(threads, None, lambda: str(model))
 

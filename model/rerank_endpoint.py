@@ -17,8 +17,8 @@ import msgspec
 
 from docdex.index_format.model_tables import RerankEndpoint
 
-from . import keys
 from .endpoint import QUERY_COOLDOWN_S, QUERY_RETRIES, Asked, Sleep, call_endpoint
+from .model_environment import NO_VARIABLES
 from .outage import Failure, Outage
 from .protocol import EmbedderUnavailable
 
@@ -34,7 +34,7 @@ class RemoteReranker:
         self,
         spec: RerankEndpoint,
         sleep: Sleep = time.sleep,
-        environ: Mapping[str, str] | None = None,
+        environ: Mapping[str, str] = NO_VARIABLES,  # holds the key `api_key_env` names
         cooldown_s: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -42,7 +42,7 @@ class RemoteReranker:
         self.url = spec.url.rstrip("/")
         self.openai_style = self.url.endswith("/v1/rerank")
         self.sleep = sleep
-        self.environ = keys.variables() if environ is None else environ
+        self.environ = environ
         self.outage = Outage("reranker", self.url, cooldown_s, clock)
 
     @classmethod
@@ -50,7 +50,7 @@ class RemoteReranker:
         cls,
         spec: RerankEndpoint,
         sleep: Sleep = time.sleep,
-        environ: Mapping[str, str] | None = None,
+        environ: Mapping[str, str] = NO_VARIABLES,
         clock: Callable[[], float] = time.monotonic,
     ) -> RemoteReranker:
         """The reranker a search asks: at most QUERY_RETRIES retries of RERANK_TIMEOUT_S

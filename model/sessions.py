@@ -9,7 +9,7 @@ from pathlib import Path
 
 import onnxruntime as ort
 
-from .files import cache_folder
+from .model_environment import ModelEnvironment
 
 
 def cached_session(
@@ -56,15 +56,18 @@ def session_options(threads: int, level: ort.GraphOptimizationLevel) -> ort.Sess
     return opts
 
 
-def cached_graph(kind: str, sha256: str, variant: str) -> Path | None:
-    """Where this machine's optimised graph `kind` of the model lives (None: no usable cache).
+def cached_graph(
+    kind: str, sha256: str, variant: str, model_environment: ModelEnvironment
+) -> Path | None:
+    """Where this machine's optimised graph `kind` of the model lives in the cache directory
+    (None: no usable cache).
 
     The key holds the model's hash, onnxruntime's version, the CPU's feature flags (an
     optimised graph may use instructions of the CPU it was made on) and `variant` (the int8
     rewrite's version)."""
     parts = f"{sha256}|{ort.__version__}|{_cpu_flags()}" + (f"|{variant}" if variant else "")
     key = hashlib.sha256(parts.encode()).hexdigest()
-    folder = cache_folder("onnx")
+    folder = model_environment.cache_folder("onnx")
     return folder / f"{kind}-{key[:24]}.onnx" if folder else None
 
 

@@ -1,1 +1,3 @@
-"""What every docdex process shares at run time: logging set-up and progress display."""
+"""What every docdex process shares at run time: the environment, read once by an entry
+point (environment.py), logging (logs.py), progress display (progress.py), times
+(times.py) and the redaction of keys and tokens from what docdex says (redaction.py)."""

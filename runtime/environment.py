@@ -33,10 +33,12 @@ line wins over its variable. An empty variable counts as unset.
     MALLOC_ARENA_MAX        glibc's own: when set, the server  unset (the server caps
                             leaves its malloc arenas alone     them at 2)
 
-The variables a model needs are handed to model/keys.py as they are, read when needed: the
-one a `[models.NAME]` table's `api_key_env` names (an endpoint's API key), HF_ENDPOINT and
-HF_TOKEN (`docdex model pull`'s hub and its token). GIT_SSH_COMMAND is not read here: the
-ssh that fetches a remote source runs it, as git does (indexer/sources/remote.py).
+The variables a model needs are handed on as they are, read when needed, in the
+`ModelEnvironment` the entry point builds with the cache directory
+(model/model_environment.py): the one a `[models.NAME]` table's `api_key_env` names (an
+endpoint's API key), HF_ENDPOINT and HF_TOKEN (`docdex model pull`'s hub and its token).
+GIT_SSH_COMMAND is not read here: the ssh that fetches a remote source runs it, as git does
+(indexer/sources/remote.py).
 """
 
 from __future__ import annotations
@@ -45,15 +47,13 @@ import logging
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 import msgspec
 
 from docdex.errors import ConfigError
+from docdex.runtime.logs import FORMATS, LogFormat
 
-LogFormat = Literal["text", "json"]
-# runtime/logs.py's FORMATS: the two layers are siblings, neither may import the other
-LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8085
 
@@ -203,10 +203,10 @@ def _integer(text: str) -> int | None:
 
 
 def _log_format(text: str) -> LogFormat:
-    for name in LOG_FORMATS:
+    for name in FORMATS:
         if text.lower() == name:
             return name
-    raise ValueError(f"one of {', '.join(LOG_FORMATS)}, not {text[:40]!r}")
+    raise ValueError(f"one of {', '.join(FORMATS)}, not {text[:40]!r}")
 
 
 def _log_level(text: str) -> str:

@@ -19,13 +19,14 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 from docdex.errors import DocdexError
 
-FORMATS = ("text", "json")
+LogFormat = Literal["text", "json"]
+FORMATS: tuple[LogFormat, ...] = ("text", "json")
 QUIET_LOGGERS = ("mcp", "httpx", "httpx2", "uvicorn.access", "watchfiles")
 
 

@@ -1,3 +1,3 @@
 """The reading side: the search engine (engine/), what tools and routes answer (answers/),
-MCP (mcp/) and HTTP (http/), the served version and its swaps (versions.py), start-up
-(boot.py)."""
+a page's markdown rendered for the search page (rendering/), MCP (mcp/) and HTTP (http/),
+the served version and its swaps (versions.py), start-up (boot.py)."""

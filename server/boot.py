@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from docdex.index_format.config import ConfigError, load_config
 from docdex.index_format.layout import DataDir, IndexFormatError
+from docdex.model.model_environment import UNCONFIGURED, ModelEnvironment
 from docdex.server.answers.docs import Docs
 from docdex.server.engine import DEFAULT_SETTINGS, Engine, EngineSettings
 
@@ -54,16 +55,23 @@ def _process_start() -> float | None:
     return time.monotonic() - max(age, 0.0)
 
 
-def open_docs(data: DataDir, boot: Boot, model: Future[TextEmbedder] | None = None) -> Docs:
+def open_docs(
+    data: DataDir,
+    boot: Boot,
+    model: Future[TextEmbedder] | None = None,
+    model_environment: ModelEnvironment = UNCONFIGURED,
+) -> Docs:
     """The model and the version CURRENT names (when there is one), ready to answer.
-    `model`: the model already loading (model.start_loading), else it starts loading here.
+    `model`: the model already loading (query_model.start_loading), else it starts loading
+    here; `model_environment`: what the models take from the environment (the cache, keys).
     The version is opened while the model loads (onnxruntime builds its session without the
     GIL); only its warm-up search waits for the model."""
     reranker = load_config(data).settings.reranker
-    model = model or start_loading(data)
+    model = model or start_loading(data, model_environment)
     loaded: list[float] = []  # when the model was ready, noted by its own thread
     model.add_done_callback(lambda _: loaded.append(time.monotonic()))
-    holder = VersionHolder(data, engine_loader(data, model, engine_settings(data, reranker)))
+    settings = engine_settings(data, reranker, model_environment)
+    holder = VersionHolder(data, engine_loader(data, model, settings))
     holder.refresh()
     embedder = model.result()
     boot.mark(f"model loaded: {embedder.info.id} ({embedder.info.dim} dims)", *loaded[:1])
@@ -73,14 +81,22 @@ def open_docs(data: DataDir, boot: Boot, model: Future[TextEmbedder] | None = No
     return Docs(data, embedder, holder, started=boot.t0, reranker=reranker)
 
 
-def engine_settings(data: DataDir, reranker: str, **tunables: Any) -> EngineSettings:
+def engine_settings(
+    data: DataDir, reranker: str, model_environment: ModelEnvironment, **tunables: Any
+) -> EngineSettings:
     """The engine's settings for the reranker `reranker` names, as `data`'s docdex.toml
-    resolves it (a [models.NAME] rerank table is its endpoint), with other `tunables`."""
+    resolves it (a [models.NAME] rerank table is its endpoint), with the models'
+    environment and other `tunables`."""
     try:
         endpoint = load_config(data).reranker_spec(reranker)
     except ConfigError:  # the holder and the worker say what is wrong with docdex.toml
         endpoint = None
-    return EngineSettings(reranker=reranker, rerank_endpoint=endpoint, **tunables)
+    return EngineSettings(
+        reranker=reranker,
+        rerank_endpoint=endpoint,
+        model_environment=model_environment,
+        **tunables,
+    )
 
 
 def engine_loader(
@@ -91,8 +107,9 @@ def engine_loader(
     """The holder's loader: open a version, refuse what this server cannot serve, warm it.
     `model` may still be loading: a version is opened before it is needed. Each version
     shares what did not change with the one before it while that one is open (adr/0028).
-    A version built with another model than `model` is served with its own (QueryModels)."""
-    models = QueryModels(model, query_threads(data))
+    A version built with another model than `model` is served with its own (QueryModels),
+    loaded with the settings' `model_environment`."""
+    models = QueryModels(model, query_threads(data), settings.model_environment)
 
     cold = True  # nothing loaded yet: the first answer waits for this load
     last: weakref.ref[Engine] | None = None  # the version before, while it is open

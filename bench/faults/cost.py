@@ -166,11 +166,9 @@ def _reset_peak() -> None:
 def child(name: str, page_file: Path) -> Measured:
     from docdex.index_format.reassembly import reassemble, served_text
     from docdex.index_format.records import ChunkerSettings
-    from docdex.indexer.chunking.markdown import parse_page
-    from docdex.server.answers import (
-        pageview,  # noqa: F401 (its imports, before the baseline)
-        render,  # noqa: F401
-    )
+    from docdex.indexer.chunking.page_parser import parse_page
+    from docdex.server.answers import page_views  # noqa: F401 (its imports, before the baseline)
+    from docdex.server.rendering import renderer  # noqa: F401
 
     from bench.faults.harness import docs_corpus
 
@@ -207,17 +205,17 @@ def child(name: str, page_file: Path) -> Measured:
 
 
 def _view(name: str, text: str, parsed) -> None:
-    """The page view of the parsed page, through `page_view` over an engine that holds it."""
-    from docdex.server.answers.pageview import page_view
+    """The page view of the parsed page, through `page_view` over a version that holds it."""
+    from docdex.server.answers.page_views import page_view
 
     spans = [(c.headings, c.text, c.start_line, c.end_line) for c in parsed.chunks]
-    engine = PageAlone("cost", f"{name}.md", parsed.title, text, spans, parsed.front_matter)
-    page_view(engine, engine.page)  # type: ignore[arg-type]  # the few members page_view reads
+    index = PageAlone("cost", f"{name}.md", parsed.title, text, spans, parsed.front_matter)
+    page_view(index, index.page)  # type: ignore[arg-type]  # the few members page_view reads
 
 
 class PageAlone:
-    """The members of an engine that page_view reads, over one page: its chunks given as
-    (headings, text, start line, end line)."""
+    """The members of a version's reader that page_view reads, over one page: its chunks
+    given as (headings, text, start line, end line)."""
 
     version = 1
 

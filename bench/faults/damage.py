@@ -82,7 +82,7 @@ class Damages:
     def stage(self) -> tuple[DataDir, int, int]:
         """A staging copy of the live directory with one more version: (copy, the live
         version it was built on, the new version)."""
-        from docdex.indexer.run.run import index_sources
+        from docdex.indexer.run.pipeline import index_sources
 
         staged = DataDir(self.work / "stage")
         shutil.rmtree(staged.root, ignore_errors=True)
@@ -313,8 +313,9 @@ def costs(work: Path, pushes: int = 10, starts: int = 30) -> dict[str, float]:
 
 def _push_costs(damages: Damages, pushes: int) -> dict[str, float]:
     from docdex.index_format import store
-    from docdex.indexer.run import publish, segments
-    from docdex.indexer.run.run import index_sources
+    from docdex.indexer.run import publishing
+    from docdex.indexer.run.pipeline import index_sources
+    from docdex.indexer.run.storage import segments
 
     def no_sums(path, *_args):
         return []
@@ -337,16 +338,16 @@ def _push_costs(damages: Damages, pushes: int) -> dict[str, float]:
     index_sources(damages.live, load_config(damages.live), embedder=damages.embedder)
     for n in range(2 * pushes):
         with_sums = n % 2 == 0
-        segments.directory_sums = publish.directory_sums = timed_sums if with_sums else no_sums
+        segments.directory_sums = publishing.directory_sums = timed_sums if with_sums else no_sums
         hashing.append(0.0)
-        publish.write_pages = real_pages if with_sums else unsummed_pages
+        publishing.write_pages = real_pages if with_sums else unsummed_pages
         damages.push()
         started = time.perf_counter()
         report = index_sources(damages.live, load_config(damages.live), embedder=damages.embedder)
         timed[with_sums].append(time.perf_counter() - started)
         assert report.published
-    segments.directory_sums = publish.directory_sums = real
-    publish.write_pages = real_pages
+    segments.directory_sums = publishing.directory_sums = real
+    publishing.write_pages = real_pages
     on, off = statistics.median(timed[True]), statistics.median(timed[False])
     sums = statistics.median(hashing[0::2])
     return {

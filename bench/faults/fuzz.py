@@ -1,5 +1,6 @@
-"""Fuzzing as a row: run tests/server/test_fuzz.py (hypothesis over every MCP tool and HTTP route,
-against a real `docdex serve`) and count the test cases it tried and the ones that failed."""
+"""Fuzzing as a row: run tests/server/mcp/test_fuzz.py (hypothesis over every MCP tool and
+HTTP route, against a real `docdex serve`) and count the test cases it tried and the ones
+that failed."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ _SUMMARY = re.compile(r"(\d+) (passed|failed|errors?)\b")
 def run(quick: bool, work: Path) -> list[Row]:
     counts_file = work / "counts.json"
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    command += ["-p", "bench.faults.fuzzcount", "tests/server/test_fuzz.py"]
+    command += ["-p", "bench.faults.fuzzcount", "tests/server/mcp/test_fuzz.py"]
     done = subprocess.run(
         command,
         cwd=ROOT,
@@ -45,6 +46,6 @@ def run(quick: bool, work: Path) -> list[Row]:
                 "tests passed": outcome.get("passed", 0),
                 "tests failed": failed_tests,
             },
-            notes=f"tests/server/test_fuzz.py: {last}",
+            notes=f"tests/server/mcp/test_fuzz.py: {last}",
         )
     ]

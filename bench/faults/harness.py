@@ -291,7 +291,7 @@ class References:
         """The from-scratch content at `commit` (the bare repository's main is moved there
         in a scratch clone, so the repository itself is left alone)."""
         if commit not in self.built:
-            from docdex.indexer.run.run import index_sources
+            from docdex.indexer.run.pipeline import index_sources
 
             where = self.work / f"ref-{len(self.built)}"
             repo = where / "repo.git"

@@ -12,12 +12,12 @@ from .rows import Row
 
 ENDPOINT = "tests/model/test_endpoint.py"
 FAILING = "tests/server/test_failing_endpoints.py"
-FLOW = "tests/http/test_oauth_flow.py"
-STORE = "tests/http/test_oauth_store.py"
-STDIO = "tests/server/test_stdio.py"
-EDGE = "tests/http/test_edge_http.py"
-CALLS = "tests/server/test_mcp_calls.py"
-CONTEXT = "tests/server/test_context.py"
+FLOW = "tests/server/http/test_oauth_flow.py"
+STORE = "tests/server/http/test_oauth_store.py"
+STDIO = "tests/server/mcp/test_stdio.py"
+EDGE = "tests/server/http/test_edge_http.py"
+CALLS = "tests/server/mcp/test_mcp_calls.py"
+CONTEXT = "tests/server/answers/test_widening.py"
 
 ATTACKS = (
     Attack(
@@ -25,10 +25,10 @@ ATTACKS = (
         (
             f"{ENDPOINT}::test_an_echoed_key_never_reaches_the_error",
             f"{ENDPOINT}::test_an_echoed_key_never_reaches_a_rerank_error",
-            "tests/model/test_redaction.py::test_a_failure_recorded_under_state_holds_no_secret",
-            "tests/model/test_redaction.py"
+            "tests/runtime/test_redaction.py::test_a_failure_recorded_under_state_holds_no_secret",
+            "tests/runtime/test_redaction.py"
             "::test_a_source_failure_recorded_in_a_version_holds_no_secret",
-            "tests/app/test_secrets_never_written.py::test_the_key_is_never_said_or_written",
+            "tests/cli/test_secrets_never_written.py::test_the_key_is_never_said_or_written",
         ),
     ),
     Attack(
@@ -43,7 +43,7 @@ ATTACKS = (
     Attack(
         "a read-only token calling reindex by an escaped tool name",
         (
-            "tests/http/test_source_limits.py"
+            "tests/server/http/test_source_limits.py"
             "::test_a_reindex_call_without_its_scope_is_refused_however_it_is_written",
             f"{CALLS}::test_the_reindex_tool_refuses_a_grant_without_the_reindex_scope",
         ),
@@ -74,7 +74,7 @@ ATTACKS = (
     Attack(
         "a JWT with an invented key id against a slow JWKS",
         (
-            "tests/http/test_oauth_jwt.py"
+            "tests/server/http/test_oauth_jwt.py"
             "::test_a_slow_key_set_never_delays_a_token_whose_key_is_cached",
         ),
     ),
@@ -102,7 +102,7 @@ ATTACKS = (
         (
             f"{ENDPOINT}::test_vectors_that_are_not_finite_or_zero_are_refused",
             f"{ENDPOINT}::test_scores_that_are_not_finite_are_refused",
-            "tests/server/test_verify_vectors.py"
+            "tests/index_format/test_verify_vectors.py"
             "::test_a_stored_vector_that_is_not_finite_is_reported",
         ),
     ),
@@ -128,7 +128,7 @@ ATTACKS = (
     Attack(
         "a limited caller's low_confidence moved by other sources' words",
         (
-            "tests/server/test_source_limits_confidence.py"
+            "tests/server/answers/test_source_limits_confidence.py"
             "::test_a_limited_callers_low_confidence_ignores_the_other_sources_words",
         ),
     ),

@@ -14,7 +14,7 @@ from typing import NamedTuple
 from .rows import Row
 from bench.summary import ROOT
 
-STDIO = "tests/server/test_stdio.py"
+STDIO = "tests/server/mcp/test_stdio.py"
 
 
 class Attack(NamedTuple):
@@ -26,40 +26,42 @@ ATTACKS = (
     Attack(
         "a get_document cursor reused after its page was edited",
         (
-            "tests/triggers/test_watch.py"
+            "tests/indexer/triggers/test_watch.py"
             "::test_a_cursor_from_one_uncommitted_edit_is_refused_after_the_next",
         ),
     ),
     Attack(
         "get_document lines asked of a chunk outside its range",
-        ("tests/server/test_answers.py::test_lines_asked_of_a_chunk_are_the_ones_it_covers",),
+        (
+            "tests/server/answers/test_answers.py::test_lines_asked_of_a_chunk_are_the_ones_it_covers",
+        ),
     ),
     Attack(
         "hook install on a repository already a source under another name",
-        ("tests/triggers/test_hooks.py::test_a_repository_already_a_source_keeps_its_name",),
+        ("tests/hooks/test_hooks.py::test_a_repository_already_a_source_keeps_its_name",),
     ),
     Attack(
         "a ref asked for by its full name (refs/heads/x, refs/tags/v1)",
-        ("tests/indexer/test_refs.py::test_a_full_ref_name_keeps_its_kind",),
+        ("tests/indexer/sources/test_refs.py::test_a_full_ref_name_keeps_its_kind",),
     ),
     Attack(
         "`docdex verify` while `docdex gc` collects the version it checks",
         (
-            "tests/server/test_verify.py"
+            "tests/index_format/test_verify.py"
             "::test_a_version_collected_while_verify_checks_it_is_not_damage",
         ),
     ),
     Attack(
         "bidirectional controls in a path shown on the search page",
         (
-            "tests/http/test_web.py"
+            "tests/server/http/test_web.py"
             "::test_a_path_that_overrides_direction_cannot_reverse_the_rest_of_the_line",
         ),
     ),
     Attack(
         "a file named like a chunk id (a.md#chunk0)",
         (
-            "tests/indexer/test_pipeline.py"
+            "tests/indexer/run/test_pipeline.py"
             "::test_a_file_named_like_a_chunk_id_is_a_problem_not_a_page",
         ),
     ),
@@ -84,7 +86,7 @@ ATTACKS = (
     Attack(
         "malformed JSON-RPC over HTTP and stdio (bad ids, no jsonrpc, batches)",
         (
-            "tests/http/test_edge_http.py::test_a_body_that_is_no_request_gets_the_json_rpc_error",
+            "tests/server/http/test_edge_http.py::test_a_body_that_is_no_request_gets_the_json_rpc_error",
             f"{STDIO}::test_a_line_that_is_no_request_gets_the_json_rpc_error",
         ),
     ),

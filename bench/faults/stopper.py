@@ -16,8 +16,8 @@ import signal
 import sys
 from pathlib import Path
 
-from docdex.indexer.run import gc, segments
-from docdex.indexer.run import run as _pipeline  # noqa: F401  (imported before patching)
+from docdex.indexer.run import pipeline as _pipeline  # noqa: F401  (imported before patching)
+from docdex.indexer.run.storage import garbage_collection, segments
 
 # point -> the folder (or file) an os.replace publishes into; the others wrap functions
 REPLACE_POINTS = {
@@ -72,13 +72,13 @@ def arm(point: str, skip: int) -> None:
 
         segments._MergeBuffer.write = watched_write
     if point == "gc":
-        remove = gc._remove
+        remove = garbage_collection._remove
 
         def watched_remove(path):
             countdown.hit()
             return remove(path)
 
-        gc._remove = watched_remove
+        garbage_collection._remove = watched_remove
 
 
 def main(argv: list[str]) -> int:

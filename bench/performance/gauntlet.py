@@ -178,9 +178,10 @@ def read_back(docs: Docs, source: str, expected: dict[str, str]) -> Readback:
     """Every page of `source` served whole (cursor after cursor) and viewed; its title and
     breadcrumbs checked for markup."""
     with docs.holder.acquire() as engine:
-        pages = {k: p for k, p in engine.pages.items() if p.source == source}
+        index = engine.index
+        pages = {k: p for k, p in index.pages.items() if p.source == source}
         headings = {
-            doc_id: {page.title, *(h for c in engine.page_chunks(page) for h in c.headings)}
+            doc_id: {page.title, *(h for c in index.page_chunks(page) for h in c.headings)}
             for doc_id, page in pages.items()
         }
     result = Readback(len(pages), 0, [], [], [])

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from docdex.demo import shipped_docs
-from docdex.hooks.install import install_hook
+from docdex.hooks.installer import install_hook
 from docdex.index_format import metrics
 from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import pending_requests

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from docdex.index_format.config import Config, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
-from docdex.indexer.run.run import index_sources
+from docdex.indexer.run.pipeline import index_sources
 from docdex.model.embedder import Embedder
 
 from bench.common import (

@@ -17,7 +17,7 @@ import time
 
 from docdex.index_format.config import DEFAULT_INCLUDE, Settings
 from docdex.index_format.records import FileProblem
-from docdex.indexer.chunking.markdown import parse_page
+from docdex.indexer.chunking.page_parser import parse_page
 from docdex.indexer.git.blobs import read_markdown
 from docdex.indexer.git.diffs import list_files
 from docdex.indexer.git.repo import open_repo

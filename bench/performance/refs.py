@@ -25,9 +25,9 @@ import msgspec
 from docdex.index_format.config import Config, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import directory_bytes, load_current
-from docdex.indexer.run import page_records
+from docdex.indexer.run.pipeline import index_sources
 from docdex.indexer.run.report import RunReport
-from docdex.indexer.run.run import index_sources
+from docdex.indexer.run.source_run import page_records
 from docdex.indexer.sources import commit_changes
 from docdex.model.embedder import Embedder
 

@@ -31,7 +31,7 @@ from docdex.index_format.store import (
     VECTORS_FILE,
     load_manifest,
 )
-from docdex.indexer.run.run import index_sources
+from docdex.indexer.run.pipeline import index_sources
 from docdex.serverproc import ServeProcess
 
 from bench.common import (

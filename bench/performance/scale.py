@@ -35,12 +35,13 @@ import numpy as np
 from docdex.index_format.config import Config, Settings, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import current_version, list_versions, load_manifest
-from docdex.indexer.chunking.markdown import parse_page
-from docdex.indexer.run.run import index_sources
+from docdex.indexer.chunking.page_parser import parse_page
+from docdex.indexer.run.pipeline import index_sources
 from docdex.model.embedder import Embedder
 from docdex.model.files import load_tokenizer, model_info
 from docdex.serverproc import ServeProcess
 
+from .stage_times import time_stages
 from bench.common import (
     CACHE,
     CORPORA,
@@ -429,13 +430,13 @@ def in_process(data: DataDir, embedder: Embedder, queries: list[str]) -> dict:
         for wall, used, searcher in runs if n % 2 == 0 else runs[::-1]:
             with Clock(wall, used):
                 searcher.search(query)
-        took = engine.time_stages(query)
+        took = time_stages(engine, query)
         for name, (wall_s, cpu_s) in msgspec.structs.asdict(took).items():
             parts[name][0].append(wall_s)
             parts[name][1].append(cpu_s)
     stages |= {k: round(median(wall) * 1000, 2) for k, (wall, _cpu) in parts.items()}
     stage_cpu = {k: round(median(c) * 1000, 2) for k, (_wall, c) in parts.items()}
-    segments = engine.segments()
+    segments = engine.index.segments()
     stage_cpu["dense_per_segment"] = round(stage_cpu["dense"] / max(1, len(segments)), 3)
     stages["segments"] = len(segments)
     stages["hnsw_segments"] = sum(1 for s in segments if not s.exact)

@@ -28,7 +28,7 @@ from docdex.index_format.layout import DataDir
 from docdex.model.embedder import Embedder
 from docdex.server.answers.budget import DEFAULT_MAX_CHARS
 from docdex.server.answers.widening import CONTEXT_CHARS, PAGE_HITS, hits_to_ask, with_context
-from docdex.server.engine import Engine
+from docdex.server.engine import Engine, VersionReader
 
 from .check import HERE, SETS
 from .report import parse_index
@@ -38,14 +38,14 @@ TOP = 3
 ANSWERED = 10  # search_docs' default num_results
 
 
-def section_span(engine: Engine, doc_id: str, heading: str) -> tuple[int, int] | None:
-    page = engine.pages.get(doc_id)
+def section_span(index: VersionReader, doc_id: str, heading: str) -> tuple[int, int] | None:
+    page = index.pages.get(doc_id)
     if page is None:
         return None
     wanted = norm_heading(heading)
     spans = [
         (c.start_line, c.end_line)
-        for c in engine.page_chunks(page)
+        for c in index.page_chunks(page)
         if any(norm_heading(h) == wanted for h in c.headings[1:])
     ]
     return (min(s for s, _ in spans), max(e for _, e in spans)) if spans else None
@@ -74,12 +74,12 @@ class Outcome(msgspec.Struct, frozen=True):
 def answered(engine: Engine, source: str, query: Query, variant: Variant) -> Outcome:
     found = engine.search(query.query, hits_to_ask(ANSWERED), engine.scope(source=source))
     hits = with_context(
-        engine, found, ANSWERED, DEFAULT_MAX_CHARS, variant.context_chars, variant.page_hits
+        engine.index, found, ANSWERED, DEFAULT_MAX_CHARS, variant.context_chars, variant.page_hits
     ).results
     spans = []
     for judged in [*query.relevant, *query.alt]:
         if judged.heading:
-            span = section_span(engine, f"{source}:{judged.path}", judged.heading)
+            span = section_span(engine.index, f"{source}:{judged.path}", judged.heading)
             if span is not None:
                 spans.append((judged.path, span))
     inside = any(

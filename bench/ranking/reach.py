@@ -5,9 +5,10 @@
 Section level counts a hit when a judged heading is in the hit's breadcrumb. The chunker
 packs small sections into one chunk whose breadcrumb names only the first of them, so a
 judged heading can be out of reach for any ranking. This parses each judged page with the
-indexer's own parser (docdex.indexer.chunking.markdown) and prints, per set, how many queries have
-at least one judged heading in some chunk's breadcrumb, and the ids of those that have
-none: the ceiling of section recall under the current chunking, not a defect of the set.
+indexer's own parser (docdex.indexer.chunking.page_parser) and prints, per set, how many
+queries have at least one judged heading in some chunk's breadcrumb, and the ids of those
+that have none: the ceiling of section recall under the current chunking, not a defect of
+the set.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 import sys
 
 from docdex.evaluation.scoring import norm_heading
-from docdex.indexer.chunking.markdown import parse_page
+from docdex.indexer.chunking.page_parser import parse_page
 
 from .check import HERE, SETS, Corpus, open_corpus
 

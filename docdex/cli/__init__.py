@@ -18,15 +18,14 @@ from pathlib import Path
 
 from docdex.errors import DocdexError
 from docdex.index_format.layout import DataDir
-from docdex.model.files import use_cache
-from docdex.model.keys import use_variables
+from docdex.model.model_environment import ModelEnvironment
 from docdex.runtime.environment import read_environment
 from docdex.runtime.logs import FORMATS, LoggingError, LogSettings, configure_logging, level_number
 
-from . import auth, hooks, indexing, inspection, models, querying, serving, sources
+from . import auth, changelog, hooks, indexing, inspection, models, querying, serving, sources
 from .commands import EXIT_ERROR, EXIT_USAGE, Context, UsageError
 
-GROUPS = (sources, indexing, inspection, querying, serving, hooks, auth, models)
+GROUPS = (sources, indexing, inspection, querying, changelog, serving, hooks, auth, models)
 
 
 def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
@@ -74,14 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _context(args: argparse.Namespace, environ: Mapping[str, str]) -> Context:
     environment = read_environment(environ)
-    use_cache(environment.cache_dir)
-    use_variables(environ)
     data = Path(args.data).expanduser().resolve() if args.data else environment.data_dir
     logs = LogSettings(
         format=args.log_format or environment.log_format or "text",
         level=args.log_level or environment.log_level or args.default_log_level,
     )
-    return Context(DataDir(data), environment, logs)
+    models = ModelEnvironment(environment.cache_dir, environ)
+    return Context(DataDir(data), environment, logs, models)
 
 
 def _version() -> str:

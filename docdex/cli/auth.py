@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 if TYPE_CHECKING:
-    from docdex.server.http.oauth.token_store import TokenRecord
+    from docdex.server.http.oauth.authorization_server.token_store import TokenRecord
 
 from .commands import EXIT_ERROR, EXIT_OK, Commands, Context, add_command, json_flag, print_answer
 
@@ -67,7 +67,7 @@ def add_commands(commands: Commands) -> None:
 
 
 def cmd_clients(ctx: Context, args: argparse.Namespace) -> int:
-    from docdex.server.http.oauth.token_store import OAuthStore
+    from docdex.server.http.oauth.authorization_server.token_store import OAuthStore
 
     state = OAuthStore(ctx.data.state).snapshot()
     now = datetime.now(UTC).timestamp()
@@ -110,8 +110,8 @@ def cmd_clients(ctx: Context, args: argparse.Namespace) -> int:
 
 def cmd_token(ctx: Context, args: argparse.Namespace) -> int:
     from docdex.index_format.config import load_config
+    from docdex.server.http.oauth.authorization_server.token_store import OAuthStore
     from docdex.server.http.oauth.settings import ALL_SCOPES, READ_SCOPE
-    from docdex.server.http.oauth.token_store import OAuthStore
 
     if not NAME.fullmatch(args.name):
         return _error("a token's name is letters, digits, '.', '_' and '-' (64 at most)")
@@ -136,7 +136,7 @@ def cmd_token(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_revoke(ctx: Context, args: argparse.Namespace) -> int:
-    from docdex.server.http.oauth.token_store import OAuthStore
+    from docdex.server.http.oauth.authorization_server.token_store import OAuthStore
 
     ended = OAuthStore(ctx.data.state).revoke_client(args.client_id)
     if ended < 0:

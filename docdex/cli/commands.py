@@ -19,6 +19,7 @@ from docdex.index_format.config import (
     validate_ref_pattern,
 )
 from docdex.index_format.layout import DataDir
+from docdex.model.model_environment import ModelEnvironment
 from docdex.runtime.environment import Environment
 from docdex.runtime.logs import LogSettings
 
@@ -28,11 +29,13 @@ T = TypeVar("T")
 
 class Context(msgspec.Struct, frozen=True):
     """What a command runs with: the data directory (--data, else the environment's), the
-    environment, read once, and how this process logs (for the processes it starts)."""
+    environment, read once, how this process logs (for the processes it starts), and what
+    the models it loads take from the environment (the cache directory, keys)."""
 
     data: DataDir
     environment: Environment
     logs: LogSettings
+    model_environment: ModelEnvironment
 
 
 Command = Callable[[Context, argparse.Namespace], int]

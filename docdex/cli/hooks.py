@@ -44,7 +44,7 @@ def add_commands(commands: Commands) -> None:
 
 
 def cmd_hook_install(ctx: Context, args: argparse.Namespace) -> int:
-    from docdex.hooks.install import install_hook
+    from docdex.hooks.installer import install_hook
 
     done = install_hook(ctx.data, args.repo, args.source, settings=new_source_settings(args))
     if done.registered:
@@ -67,7 +67,7 @@ def pushes_text(repository: Path, tracked: list[SourceConfig]) -> str:
 
 
 def cmd_hook_uninstall(ctx: Context, args: argparse.Namespace) -> int:
-    from docdex.hooks.install import uninstall_hook
+    from docdex.hooks.installer import uninstall_hook
 
     done = uninstall_hook(args.repo)
     if not done.removed:

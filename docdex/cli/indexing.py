@@ -12,9 +12,9 @@ from .commands import EXIT_ERROR, EXIT_OK, Commands, Context, add_command, json_
 from .inspection import commit_text, count_text
 
 if TYPE_CHECKING:
-    from docdex.indexer.run.gc import GcReport
+    from docdex.indexer.run.pipeline import RunReport
     from docdex.indexer.run.report import SourceReport
-    from docdex.indexer.run.run import RunReport
+    from docdex.indexer.run.storage.garbage_collection import GcReport
 
 
 def add_commands(commands: Commands) -> None:
@@ -54,7 +54,7 @@ def _add_watch(commands: Commands) -> None:
 
 
 def cmd_index(ctx: Context, args: argparse.Namespace) -> int:
-    from docdex.indexer.run.run import index_sources
+    from docdex.indexer.run.pipeline import index_sources
 
     config = load_config(ctx.data)
     if not config.sources and not args.names:
@@ -67,6 +67,7 @@ def cmd_index(ctx: Context, args: argparse.Namespace) -> int:
         on_wait=lambda pid: print(
             f"waiting for the running indexer (pid {pid})...", file=sys.stderr
         ),
+        model_environment=ctx.model_environment,
     )
     print_answer(report, args.json, _print_run)
     return EXIT_ERROR if any(s.status == "failed" for s in report.sources) else EXIT_OK
@@ -118,8 +119,8 @@ def _file_counts(source: SourceReport) -> str:
 
 
 def cmd_gc(ctx: Context, args: argparse.Namespace) -> int:
-    from docdex.indexer.run.gc import collect_garbage
     from docdex.indexer.run.lock import writer_lock
+    from docdex.indexer.run.storage.garbage_collection import collect_garbage
 
     ctx.data.check()
     with writer_lock(ctx.data):
@@ -150,5 +151,6 @@ def cmd_watch(ctx: Context, args: argparse.Namespace) -> int:
         stop,
         quiet_ms=args.quiet_ms,
         max_latency_ms=args.max_latency_ms,
+        model_environment=ctx.model_environment,
     )
     return EXIT_OK

@@ -13,6 +13,7 @@ from docdex.errors import DocdexError
 from docdex.index_format.config import Config, load_config
 from docdex.index_format.model_tables import RerankEndpoint
 from docdex.index_format.records import EmbedderInfo
+from docdex.model.model_environment import ModelEnvironment
 
 from .commands import EXIT_ERROR, EXIT_OK, Commands, Context, add_command, json_flag, print_answer
 
@@ -64,7 +65,8 @@ def cmd_model_list(ctx: Context, args: argparse.Namespace) -> int:
     except DocdexError:
         current = None
     served = current.embedder if current is not None else None
-    rows = [embedder_status(config, served), reranker_status(config)]
+    models = ctx.model_environment
+    rows = [embedder_status(config, served, models), reranker_status(config, models)]
     print_answer(rows, args.json, lambda r: _print(r, served))
     return EXIT_OK if all(r.ok for r in rows) else EXIT_ERROR
 
@@ -72,12 +74,12 @@ def cmd_model_list(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_model_pull(ctx: Context, args: argparse.Namespace) -> int:
     from docdex.index_format.config import save_config
     from docdex.index_format.model_tables import OnnxEmbedder
-    from docdex.model import keys
     from docdex.model.hub import DEFAULT_HUB, pull
 
     config = load_config(ctx.data)  # a bad docdex.toml stops here, before any download
-    hub = args.hub or keys.variables().get("HF_ENDPOINT") or DEFAULT_HUB
-    pulled = pull(args.repo, ctx.data.root / "models", args.revision, hub)
+    variables = ctx.model_environment.variables
+    hub = args.hub or variables.get("HF_ENDPOINT") or DEFAULT_HUB
+    pulled = pull(args.repo, ctx.data.root / "models", args.revision, hub, variables)
     name = args.name or args.repo.rsplit("/", 1)[-1]
     models = {**config.models, name: OnnxEmbedder(path=str(pulled.folder))}
     save_config(ctx.data, msgspec.structs.replace(config, models=models))
@@ -91,14 +93,22 @@ def cmd_model_pull(ctx: Context, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def embedder_status(config: Config, served: EmbedderInfo | None) -> ModelStatus:
+def embedder_status(
+    config: Config, served: EmbedderInfo | None, model_environment: ModelEnvironment
+) -> ModelStatus:
     from docdex.model.choice import describe, embedder_identity, load_embedder
 
     settings, spec = config.settings, config.embedder_spec()
     view = describe(settings.embedder, spec)
     info: EmbedderInfo | None = None
     try:
-        info = embedder_identity(spec, settings.window_tokens, settings.window_overlap, served)
+        info = embedder_identity(
+            spec,
+            settings.window_tokens,
+            settings.window_overlap,
+            served,
+            model_environment=model_environment,
+        )
         model = load_embedder(
             spec,
             threads=settings.cores(),
@@ -106,6 +116,7 @@ def embedder_status(config: Config, served: EmbedderInfo | None) -> ModelStatus:
             window_overlap=settings.window_overlap,
             for_queries=True,
             info=info if spec is not None else None,
+            model_environment=model_environment,
         )
         dim = len(model.embed_query("docdex"))
         ok, status = True, f"{'answers' if view.kind == 'openai' else 'loads'}: {dim} dimensions"
@@ -124,11 +135,11 @@ def embedder_status(config: Config, served: EmbedderInfo | None) -> ModelStatus:
     )
 
 
-def reranker_status(config: Config) -> ModelStatus:
+def reranker_status(config: Config, model_environment: ModelEnvironment) -> ModelStatus:
     name = config.settings.reranker
     spec = config.reranker_spec()
     if spec is not None:
-        return _rerank_endpoint_status(name, spec)
+        return _rerank_endpoint_status(name, spec, model_environment)
     if name.startswith("cross-encoder:"):
         folder = Path(name.split(":", 1)[1]).expanduser()
         missing = [f for f in ("model.onnx", "tokenizer.json") if not (folder / f).is_file()]
@@ -146,11 +157,13 @@ def reranker_status(config: Config) -> ModelStatus:
     return ModelStatus("reranker", name, "built-in", "", "", 0, known, status)
 
 
-def _rerank_endpoint_status(name: str, spec: RerankEndpoint) -> ModelStatus:
+def _rerank_endpoint_status(
+    name: str, spec: RerankEndpoint, model_environment: ModelEnvironment
+) -> ModelStatus:
     from docdex.model.rerank_endpoint import RemoteReranker
 
     try:
-        RemoteReranker(spec).scores("docdex", ["docdex"])
+        RemoteReranker(spec, environ=model_environment.variables).scores("docdex", ["docdex"])
         ok, status = True, "answers"
     except DocdexError as exc:
         ok, status = False, str(exc)

@@ -90,6 +90,7 @@ def cmd_search(ctx: Context, args: argparse.Namespace) -> int:
         reranker=_reranker(ctx.data, args),
         ref=args.ref,
         tags=args.tag,
+        model_environment=ctx.model_environment,
     )
 
 
@@ -107,4 +108,5 @@ def cmd_eval(ctx: Context, args: argparse.Namespace) -> int:
         fusion=args.fusion,
         baselines=args.baselines,
         against=args.against or "",
+        model_environment=ctx.model_environment,
     )

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import msgspec
 
 from docdex.index_format.layout import DataDir
+from docdex.model.model_environment import UNCONFIGURED, ModelEnvironment
 from docdex.server.engine import Engine, Hit, SearchResult
 
 SNIPPET_CHARS = 240
@@ -30,14 +31,17 @@ def run_search_command(
     reranker: str = "default",
     ref: str = "",
     tags: Sequence[str] = (),
+    model_environment: ModelEnvironment = UNCONFIGURED,
 ) -> int:
     """Search the current version and print the hits; returns the exit code. Errors (a bad
     argument, no data directory, no version, a refused version) reach the CLI's handler."""
     from docdex.server.boot import engine_settings
     from docdex.server.query_model import load_query_model
 
-    embedder = load_query_model(data)  # the model the current version was built with
-    engine = Engine.open(data, embedder, settings=engine_settings(data, reranker))
+    # the model the current version was built with
+    embedder = load_query_model(data, model_environment)
+    settings = engine_settings(data, reranker, model_environment)
+    engine = Engine.open(data, embedder, settings=settings)
     try:
         result = engine.search(query, n, engine.scope(source, ref, path_prefix, tags))
     finally:

@@ -54,7 +54,7 @@ def add_commands(commands: Commands) -> None:
 
 
 def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
-    from docdex.server.http.auth import check_bind
+    from docdex.server.http.access import check_bind
 
     environment = ctx.environment
     host = args.host or environment.host
@@ -76,7 +76,7 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
     )
     background = Background(ctx.data, ctx.logs, worker=not args.no_worker)  # once listening
     try:
-        return serve(ctx.data, settings, model, background.start)
+        return serve(ctx.data, settings, model, background.start, ctx.model_environment)
     finally:
         background.stop()
 
@@ -86,12 +86,12 @@ def cmd_mcp(ctx: Context, args: argparse.Namespace) -> int:
     from docdex.server.mcp.stdio import serve_stdio
 
     if not args.watch:
-        return serve_stdio(ctx.data, model)
+        return serve_stdio(ctx.data, model, ctx.model_environment)
     from docdex.indexer.triggers.watch import watching_in_background
 
     ctx.data.ensure()
-    with watching_in_background(ctx.data):
-        return serve_stdio(ctx.data, model)
+    with watching_in_background(ctx.data, ctx.model_environment):
+        return serve_stdio(ctx.data, model, ctx.model_environment)
 
 
 def _auth_settings(ctx: Context, args: argparse.Namespace, host: str, port: int) -> AuthSettings:
@@ -127,4 +127,4 @@ def _start_model(ctx: Context) -> Future[Embedder]:
     from docdex.server.query_model import start_loading
 
     limit_malloc_arenas(preset=ctx.environment.malloc_arena_max)
-    return start_loading(ctx.data)
+    return start_loading(ctx.data, ctx.model_environment)

@@ -122,7 +122,7 @@ HOOKED_SETTINGS = {"location", "branch", "refs"}  # what an installed hook match
 
 
 def _refresh_hooks(ctx: Context, locations: list[str]) -> None:
-    from docdex.hooks.install import refresh_hooks
+    from docdex.hooks.installer import refresh_hooks
 
     for done in refresh_hooks(ctx.data, locations):
         print(f"rewrote the hook {done.hook}: {pushes_text(done.repository, done.tracked)}")

@@ -10,6 +10,7 @@ from pathlib import Path
 import msgspec
 
 from docdex.index_format.layout import DataDir
+from docdex.model.model_environment import UNCONFIGURED, ModelEnvironment
 from docdex.server.engine import Engine, EngineSettings, Fusion, Scope, SearchResult
 
 from .scoring import DEPTH, BaselineReport, EvalReport, aggregate, load_queries, score_query
@@ -69,7 +70,7 @@ def evaluate_baselines(
 ) -> list[BaselineReport]:
     out = []
     for b in BASELINES:
-        if b.needs_tokens and not engine.has_token_vectors:
+        if b.needs_tokens and not engine.index.has_token_vectors:
             out.append(BaselineReport(b.name, None, "the index has no token vectors"))
             continue
         settings = msgspec.structs.replace(engine.settings, fusion=b.fusion, reranker=b.reranker)
@@ -97,11 +98,12 @@ def run_eval_command(
     fusion: str = "adaptive",
     baselines: bool = False,
     against: str = "",
+    model_environment: ModelEnvironment = UNCONFIGURED,
 ) -> int:
     """`docdex eval`: print the table (or JSON), optionally dump per-query hits; exit code.
     With `baselines`, every configuration of BASELINES is scored instead of one; with
     `against` (another data directory), the same queries on both indexes side by side, each
-    searched with the model its version was built with."""
+    searched with the model its version was built with (loaded with `model_environment`)."""
     from docdex.errors import InvalidArgument
     from docdex.index_format.layout import IndexFormatError
     from docdex.model.files import ModelMissing
@@ -118,7 +120,9 @@ def run_eval_command(
         print("docdex eval: --baselines and --against each make the columns", file=sys.stderr)
         return 2
     try:
-        settings = engine_settings(DataDir(data_dir), reranker, fusion=Fusion(fusion))
+        settings = engine_settings(
+            DataDir(data_dir), reranker, model_environment, fusion=Fusion(fusion)
+        )
     except ValueError:
         choices = ", ".join(f.value for f in Fusion)
         print(f"docdex eval: unknown fusion {fusion!r}; choose one of: {choices}", file=sys.stderr)
@@ -129,7 +133,7 @@ def run_eval_command(
             engines.append(_open(DataDir(where), settings))
         engine = engines[0]
         for opened in engines:
-            opened.check_source(source)
+            opened.index.check_source(source)
         if baselines or against:
             if against:
                 reports = [
@@ -161,12 +165,14 @@ def run_eval_command(
 def _open(data: DataDir, settings: EngineSettings) -> Engine:
     from docdex.server.query_model import load_query_model
 
-    return Engine.open(data, load_query_model(data), settings=settings)
+    model = load_query_model(data, settings.model_environment)
+    return Engine.open(data, model, settings=settings)
 
 
 def _label(engine: Engine) -> str:
     """A column's name: the embedder the version was built with, and its data directory."""
-    return f"{engine.embedder_name} ({engine.data.root.name})"
+    index = engine.index
+    return f"{index.manifest.embedder.id} ({index.data.root.name})"
 
 
 def _baselines_json(reports: list[BaselineReport]) -> str:

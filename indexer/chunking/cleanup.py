@@ -1,7 +1,7 @@
 """Markup noise removal: the text a reader sees, for headings and for the embedder.
 
 `heading_text` gives a heading or summary as a reader sees it. For chunk text,
-`without_markers` reduces the markup of docs generators (docdex.markdown.markup) in a
+`without_markers` reduces the markup of docs generators (docdex.markdown) in a
 page's lines before block parsing: admonition, container and alert markers to the titles a
 reader sees, directives to their words, heading ids and template tags to nothing; and
 `render_tokens` turns block tokens into clean text (HTML tags, scripts, link targets,
@@ -22,8 +22,8 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from docdex.markdown import markup
-from docdex.markdown.markup import strip_template_tags
+from docdex.markdown import admonitions, alerts, attribute_lists, containers, directives, fences
+from docdex.markdown.template_tags import strip_template_tags
 
 _INLINE_PARSER = MarkdownIt("commonmark").enable("strikethrough")
 
@@ -68,7 +68,7 @@ def heading_text(markdown: str, env: MutableMapping[str, Any] | None = None) -> 
     """A heading (or a <summary>) as a reader sees it, on one line: no template tags, no
     trailing `{#id}`."""
     text = inline_text(strip_template_tags(markdown), env, link_urls=False)
-    return markup.split_heading_id(collapse_whitespace(text))[0].rstrip()
+    return attribute_lists.split_heading_id(collapse_whitespace(text))[0].rstrip()
 
 
 def without_markers(lines: list[str]) -> list[str]:
@@ -89,10 +89,10 @@ def without_markers(lines: list[str]) -> list[str]:
     for line in lines:
         line = body.line(line, in_fence=bool(fence))
         if fence:
-            out.append("" if markup.mdbook_directive(line) else line)
-            fence = "" if markup.closes_fence(line, fence) else fence
+            out.append("" if directives.mdbook_directive(line) else line)
+            fence = "" if fences.closes_fence(line, fence) else fence
             continue
-        fence = markup.fence_opening(line)
+        fence = fences.fence_opening(line)
         if fence:
             _strip_template_tags_from(out, prose_start)
             out.append(line)
@@ -126,7 +126,7 @@ class _Body:
 
 def _without_marker(line: str, body: _Body) -> str:
     first = line[:80].lstrip(" \t")[:1]
-    if first in ("!", "?") and (admonition := markup.mkdocs_admonition(line)):
+    if first in ("!", "?") and (admonition := admonitions.mkdocs_admonition(line)):
         body.depth += 1
         return admonition.title or ""
     if first == ":":
@@ -134,27 +134,27 @@ def _without_marker(line: str, body: _Body) -> str:
     if first == ">":
         return _without_alert_marker(line)
     if first == "#":
-        return markup.heading_line_without_markup(line)[0]
-    if first == "{" and markup.is_attribute_line(line):
+        return attribute_lists.heading_line_without_markup(line)[0]
+    if first == "{" and attribute_lists.is_attribute_line(line):
         return ""
     return line
 
 
 def _without_colon_marker(line: str, body: _Body) -> str:
-    if target := markup.autodoc_target(line):
+    if target := directives.autodoc_target(line):
         body.options = True
         return target
-    if directive := markup.docfx_directive(line):
+    if directive := directives.docfx_directive(line):
         name, attributes = directive
         return attributes.get("alt-text", "") if name == "image" else ""
-    if container := markup.colon_fence(line):
+    if container := containers.colon_fence(line):
         return container.title or ""
     return line
 
 
 def _without_alert_marker(line: str) -> str:
     prefix = _QUOTE_PREFIX.match(line)
-    if prefix and (alert := markup.alert(line[prefix.end() :])):
+    if prefix and (alert := alerts.alert(line[prefix.end() :])):
         return prefix.group() + (alert.title or "")
     return _BOLD_NOTE.sub(r"\1", line)
 

@@ -23,7 +23,8 @@ from dulwich.diff_tree import (
 from dulwich.objects import TreeEntry
 from dulwich.repo import Repo
 
-from .globs import matches, selects_below
+from docdex.index_format.globs import matches, selects_below
+
 from .repo import find_commit, is_file, is_gitlink, require_commit, to_str
 from .trees import Entry, TreeReader
 

@@ -1,7 +1,8 @@
 """Page dates from history: when each page was created and last modified, and by which
 commit. History is followed along first parents, backwards from the new commit, diffing
-only the directories that hold traced paths; where a commit adds a traced path, a rename
-detector of this module's own compares only the traced adds with that commit's deletes. An
+only the directories that hold traced paths; where a commit adds a traced path, the rename
+matching both sides share (docdex.history's renames) compares only the traced adds with
+that commit's deletes. An
 incremental run walks only the commits since the indexed one and takes the rest from the
 dates it already knows.
 
@@ -13,17 +14,16 @@ a file's content is missing (a partial clone), says so in its `note`.
 
 from __future__ import annotations
 
-import stat
-from collections import Counter, defaultdict, deque
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import msgspec
-from dulwich.diff_tree import RENAME_THRESHOLD
 from dulwich.objects import Commit, ObjectID
 from dulwich.repo import Repo
 from dulwich.walk import Walker
 
+from docdex.history import match_renames
 from docdex.runtime.times import iso_utc
 
 from .repo import (
@@ -287,9 +287,9 @@ def _rename_origins(
     content could not be compared (a file's content is missing).
 
     Exact renames (same blob) first, then content renames scored like dulwich's
-    RenameDetector but only between the traced adds and the deletes: running the detector
-    itself compares every add with every delete, which made the PowerShell-Docs walk
-    markedly slower.
+    RenameDetector but only between the traced adds and the deletes (docdex.history's
+    renames, which the history package shares): running the detector itself compares every
+    add with every delete, which made the PowerShell-Docs walk markedly slower.
     """
     if parent_tree is None:
         return {}, set()
@@ -300,80 +300,11 @@ def _rename_origins(
     }
     if not deleted:
         return {}, set()
-    by_blob: dict[Entry, deque[bytes]] = defaultdict(deque)
-    for path, (mode, sha) in sorted(deleted.items()):
-        by_blob[(stat.S_IFMT(mode), sha)].append(path)
-    origins: dict[bytes, bytes] = {}
-    for path, (mode, sha) in sorted(added.items()):
-        candidates = by_blob.get((stat.S_IFMT(mode), sha))
-        if candidates:
-            origins[path] = candidates.popleft()
-    unmatched = {path: added[path] for path in added if path not in origins}
-    left = {path: deleted[path] for path in deleted if path not in set(origins.values())}
-    renamed, unchecked = _content_renames(repo, unmatched, left)
-    origins.update(renamed)
-    return origins, unchecked
+    return match_renames(added, deleted, lambda sha: _content(repo, sha))
 
 
-_MAX_RENAME_PAIRS = 100_000
-_Profile = tuple[int, Counter[bytes]] | None  # size and blocks; None: the content is missing
-
-
-def _content_renames(
-    repo: Repo, added: dict[bytes, Entry], deleted: dict[bytes, Entry]
-) -> tuple[dict[bytes, bytes], set[bytes]]:
-    if not added or not deleted or len(added) * len(deleted) > _MAX_RENAME_PAIRS:
-        return {}, set()
-    profiles: dict[bytes, _Profile] = {}
-
-    def profile(sha: bytes) -> _Profile:
-        if sha not in profiles:
-            try:
-                data = read_blob(repo, sha)
-            except MissingObject:
-                profiles[sha] = None
-            else:
-                profiles[sha] = (len(data), _blocks(data))
-        return profiles[sha]
-
-    scored: list[tuple[int, bytes, bytes]] = []
-    unchecked: set[bytes] = set()
-    for new_path, (new_mode, new_sha) in sorted(added.items()):
-        for old_path, (old_mode, old_sha) in sorted(deleted.items()):
-            if stat.S_IFMT(new_mode) != stat.S_IFMT(old_mode):
-                continue
-            old_profile, new_profile = profile(old_sha), profile(new_sha)
-            if old_profile is None or new_profile is None:
-                unchecked.add(new_path)
-                continue
-            score = _similarity(old_profile, new_profile)
-            if score > RENAME_THRESHOLD:
-                scored.append((-score, new_path, old_path))
-    origins: dict[bytes, bytes] = {}
-    taken: set[bytes] = set()
-    for _, new_path, old_path in sorted(scored):
-        if new_path not in origins and old_path not in taken:
-            origins[new_path] = old_path
-            taken.add(old_path)
-    return origins, unchecked - set(origins)
-
-
-def _blocks(data: bytes) -> Counter[bytes]:
-    """Lines cut into pieces of at most 64 bytes, as git and dulwich count them."""
-    blocks: Counter[bytes] = Counter()
-    for line in data.splitlines(keepends=True):
-        for start in range(0, len(line), 64):
-            blocks[line[start : start + 64]] += 1
-    return blocks
-
-
-def _similarity(old: tuple[int, Counter[bytes]], new: tuple[int, Counter[bytes]]) -> int:
-    """Percent of the larger file made of blocks both share (dulwich's and git's score)."""
-    (old_size, old_blocks), (new_size, new_blocks) = old, new
-    largest = max(old_size, new_size)
-    if largest == 0:
-        return 100
-    if min(old_size, new_size) * 100 <= RENAME_THRESHOLD * largest:
-        return 0  # too different in size to pass, whatever the content
-    common = sum(len(block) * min(n, new_blocks[block]) for block, n in old_blocks.items())
-    return common * 100 // largest
+def _content(repo: Repo, sha: bytes) -> bytes | None:
+    try:
+        return read_blob(repo, sha)
+    except MissingObject:
+        return None

@@ -1,6 +1,6 @@
-"""What one indexing run is asked to do (`RunContext`), what it gathers across sources
-(`RunState`), one ref of a source within it (`SourceRun`), and what one source may spend
-(`SourceBudget`)."""
+"""The context of one indexing run: what it is asked to do (`RunContext`), what it gathers
+across sources (`RunState`), and the errors that stop it (`IndexingError`) or give up on one
+of its sources (`SourceAbandoned`)."""
 
 from __future__ import annotations
 
@@ -9,35 +9,28 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from docdex.errors import DocdexError
-from docdex.index_format.config import (
-    Settings,
-    SourceConfig,
-)
+from docdex.index_format.config import Settings
 from docdex.index_format.layout import DataDir
 from docdex.index_format.records import (
     ChunkRef,
     EmbedderInfo,
+    IndexedPage,
     Manifest,
     SourceState,
     StoredPage,
 )
-from docdex.indexer.chunking.include_syntax import IncludeBudget
-from docdex.indexer.sources.refs import FoundRef, RefFamily
 
 from .passage_model import LazyModel
 from .report import SourceReport
-from .stream import SegmentStream
-from .textindex import TextIndexBuilder, text_outdated
+from .source_budget import Spending
+from .storage.stream import SegmentStream
+from .storage.text_index import TextIndexBuilder, text_outdated
 
 Dirty = dict[str, set[str] | None]  # source -> paths changed in its working tree (None: all)
 
 
 class IndexingError(DocdexError):
     """A run cannot start (bad configuration, unknown source)."""
-
-
-class OverBudget(DocdexError):
-    """A source ran past its time budget in a run."""
 
 
 class SourceAbandoned(DocdexError):
@@ -87,41 +80,6 @@ class RunContext:
 
 
 @dataclass
-class SourceBudget:
-    """What one configured source may spend in a run: time from its start, checked at each
-    file, commit walked and group of texts embedded, and the bytes its pages include."""
-
-    source: str
-    timeout_s: float | None
-    clock: Callable[[], float]
-    includes: IncludeBudget = field(default_factory=IncludeBudget)
-    started: float = 0.0
-
-    def __post_init__(self) -> None:
-        self.started = self.clock()
-
-    def check(self) -> None:
-        if self.timeout_s is not None and self.clock() - self.started > self.timeout_s:
-            raise OverBudget(
-                f"indexing it took longer than its time budget ({self.timeout_s:g} s: a "
-                "source may take half of cycle_timeout_s), so it was stopped and its last "
-                f"indexed pages keep serving; `docdex index {self.source}` shows what is "
-                "slow, and a larger cycle_timeout_s gives it more time"
-            )
-
-
-@dataclass
-class Spending:
-    """The budget of the source a run is indexing now (None between sources)."""
-
-    current: SourceBudget | None = None
-
-    def check(self) -> None:
-        if self.current is not None:
-            self.current.check()
-
-
-@dataclass
 class RunState:
     """What the run gathers across sources: tombstones and reusable vectors of removed
     pages, the pages it keeps, the new sources' states, and where its new pages go (the
@@ -141,27 +99,11 @@ class RunState:
     spending: Spending = field(default_factory=Spending)
     given_up: dict[str, str] = field(default_factory=dict)  # source -> why: not indexed again
 
-
-@dataclass
-class SourceRun:
-    """One ref of a source within a run (its default ref, or another of its `refs`): its
-    configuration, what the previous version holds of it, and the report the run fills in."""
-
-    config: SourceConfig
-    key: str  # its manifest entry: the source's name, or "source@ref" (index-format/ref_names.py)
-    ref: FoundRef | None  # None: the default ref (the branch, or a checkout's working tree)
-    family: RefFamily  # the source's entries in the previous version
-    previous: SourceState | None
-    config_hash: str  # of the settings that decide which files are read, and how
-    report: SourceReport
-    budget: SourceBudget  # shared by the source's refs
-
-    @property
-    def name(self) -> str:
-        return self.key
-
-    @property
-    def old_pages(self) -> dict[str, StoredPage]:
-        """path -> page of the previous version, read at the first use (a ref that did not
-        move never reads its page table)."""
-        return self.family.pages_of(self.key) if self.key in self.family.states else {}
+    def remove_page(self, page: IndexedPage) -> None:
+        """The page leaves the new version: its chunks leave the text index, are tombstoned
+        in their segments, and lend their vectors by content hash."""
+        self.deleted_pages.append(page.doc_id)
+        self.text.delete_page(page.doc_id)
+        for ref in page.refs():
+            self.tombstones.setdefault(ref.segment, set()).add(ref.index)
+            self.reusable.setdefault(ref.content_hash, ref)

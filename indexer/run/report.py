@@ -17,7 +17,7 @@ from docdex.index_format.records import (
 from docdex.runtime.logs import log_event
 from docdex.runtime.times import iso_utc
 
-from .gc import GcReport
+from .storage.garbage_collection import GcReport
 
 log = logging.getLogger("docdex.pipeline")
 

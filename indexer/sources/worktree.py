@@ -27,10 +27,10 @@ from dulwich.line_ending import CRLFAction, read_eol_config, resolve_crlf_action
 from dulwich.objects import ObjectID
 from dulwich.repo import Repo
 
+from docdex.index_format.globs import matches
 from docdex.index_format.records import FileProblem
 from docdex.indexer.git import symlinks
 from docdex.indexer.git.blobs import decode_markdown, page_path_problem
-from docdex.indexer.git.globs import matches
 
 # What SourceState.commit records for a working-tree run: "<HEAD sha>+worktree".
 WORKTREE_SUFFIX = "+worktree"

@@ -5,8 +5,9 @@ The worker runs every cycle here, so the memory a run takes goes back to the OS 
 ends and a crash (or a kill) takes down this process only. The RunReport goes to stdout as
 one JSON object; exit status 0 means a report was printed, EXIT_INVALID that the request
 cannot succeed as asked (unknown source, bad configuration), anything else a failure worth
-retrying. An entry point: it reads its environment (runtime/environment.py) itself;
-the worker passes its log settings as flags.
+retrying. An entry point: it reads its environment (runtime/environment.py) itself and
+hands the model's part of it on (`ModelEnvironment`); the worker passes its log settings
+as flags.
 
 Each source may take `source_timeout_s`, by default half of `cycle_timeout_s`
 (SOURCE_SHARE): one past it fails on its own and keeps its last good pages, and the rest is
@@ -28,8 +29,7 @@ import msgspec
 from docdex.errors import DocdexError
 from docdex.index_format.config import Settings, load_config
 from docdex.index_format.layout import DataDir
-from docdex.model.files import use_cache
-from docdex.model.keys import use_variables
+from docdex.model.model_environment import ModelEnvironment
 from docdex.runtime.environment import read_environment
 from docdex.runtime.logs import FORMATS, LogSettings, configure_logging
 
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
     if args.nice:
         with contextlib.suppress(OSError):
             os.nice(args.nice)
-    from docdex.indexer.run.nospace import NoSpace  # after nice: the imports are heavy
+    from docdex.indexer.run.storage.full_disk import NoSpace  # after nice: the imports are heavy
 
     try:
         report = _index(args, os.environ if environ is None else environ)
@@ -80,11 +80,9 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
 
 def _index(args: argparse.Namespace, environ: Mapping[str, str]) -> RunReport:
     environment = read_environment(environ)
-    use_cache(environment.cache_dir)
-    use_variables(environ)
     log_format = args.log_format or environment.log_format or "text"
     configure_logging(LogSettings(log_format, args.log_level or environment.log_level or "INFO"))
-    from docdex.indexer.run.run import index_sources
+    from docdex.indexer.run.pipeline import index_sources
 
     data = DataDir(args.data)
     data.check()
@@ -95,6 +93,7 @@ def _index(args: argparse.Namespace, environ: Mapping[str, str]) -> RunReport:
         args.source or None,
         full=args.full,
         source_timeout_s=source_timeout_s(config.settings),
+        model_environment=ModelEnvironment(environment.cache_dir, environ),
     )
 
 

@@ -33,9 +33,10 @@ from docdex.index_format.store import current_version, load_current
 from docdex.indexer.run.context import Dirty
 from docdex.indexer.run.lock import watch_lock
 from docdex.indexer.run.passage_model import load_passage_model
+from docdex.indexer.run.pipeline import index_sources
 from docdex.indexer.run.report import RunReport
-from docdex.indexer.run.run import index_sources
 from docdex.indexer.sources.worktree import WORKTREE_SUFFIX, is_editor_temp
+from docdex.model.model_environment import UNCONFIGURED, ModelEnvironment
 from docdex.model.protocol import TextEmbedder
 from docdex.runtime.logs import log_event
 
@@ -194,11 +195,14 @@ class WatchLoop:
         quiet_ms: int = QUIET_MS,
         max_latency_ms: int = MAX_LATENCY_MS,
         on_cycle: Callable[[RunReport], None] | None = None,
+        model_environment: ModelEnvironment = UNCONFIGURED,
     ) -> None:
         self.data = data
         config = load_config(data)
         self.watched = watched_sources(config, names)
-        self.embedder = embedder or load_passage_model(config.settings, config.embedder_spec())
+        self.embedder = embedder or load_passage_model(
+            config.settings, config.embedder_spec(), model_environment=model_environment
+        )
         self.quiet_ms = quiet_ms
         self.max_latency_s = max_latency_ms / 1000
         self.on_cycle = on_cycle
@@ -297,16 +301,20 @@ def watch(
             raise WatchError(f"cannot watch: {exc} (see fs.inotify.max_user_watches)") from exc
 
 
-def watching_in_background(data: DataDir):
+def watching_in_background(data: DataDir, model_environment: ModelEnvironment):
     """A context manager: while its block runs (`docdex mcp --watch`), a thread indexes the
     checkouts as `watch` does, unless another process already watches them, in which case
     this process only reads."""
-    return in_background("docdex-watch", lambda stop: _watch_unless_watched(data, stop), 10)
+    return in_background(
+        "docdex-watch", lambda stop: _watch_unless_watched(data, stop, model_environment), 10
+    )
 
 
-def _watch_unless_watched(data: DataDir, stop: threading.Event) -> None:
+def _watch_unless_watched(
+    data: DataDir, stop: threading.Event, model_environment: ModelEnvironment
+) -> None:
     try:
-        watch(data, None, stop)
+        watch(data, None, stop, model_environment=model_environment)
     except WatchBusy as exc:
         log_event(log, "watch-skipped", reason=f"{exc}; this process only reads")
     except (WatchError, OSError) as exc:  # no checkout source; inotify's limit; the lock

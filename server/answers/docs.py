@@ -21,7 +21,7 @@ from docdex.index_format.config import Config, ConfigError, SourceConfig, load_c
 from docdex.index_format.layout import DataDir
 from docdex.index_format.records import CHUNK_ID, ServedPage, SourceState
 from docdex.index_format.ref_names import base_of
-from docdex.server.engine import Engine, SearchResult, check_num_results, clip
+from docdex.server.engine import Engine, SearchResult, VersionReader, check_num_results, clip
 from docdex.server.versions import NoVersion, VersionHolder
 
 from .budget import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, check_max_chars, within_cap
@@ -38,7 +38,7 @@ from .documents import (
 from .freshness import UNKNOWN, FreshnessWatch
 from .health import failing_models, health_report
 from .instructions import server_instructions
-from .pageview import PageView, page_view
+from .page_views import PageView, page_view
 from .permalinks import LinkBook
 from .reindex import request_reindex
 from .shapes import Document, PageList, PageSummary, ReindexReceipt, SourceInfo, SourceList
@@ -102,7 +102,7 @@ class Docs:
                 engine, _text("source", source), _text("ref", ref), path_prefix, _tags(tags)
             )
             found = engine.search(query, hits_to_ask(num_results), scope)
-            result = with_context(engine, found, num_results, max_chars)
+            result = with_context(engine.index, found, num_results, max_chars)
         log.info(
             "search %r n=%d%s -> %d hits, version %d, %.1f ms",
             query[:80],
@@ -135,20 +135,20 @@ class Docs:
             scope = self.limit.scope(
                 engine, _text("source", source), _text("ref", ref), tags=_tags(tags)
             )
+            index = engine.index
             matched = [
                 page
-                for page in engine.pages.values()
+                for page in index.pages.values()
                 if scope.admits(page)
                 and path_part in page.path.casefold()
                 and title_part in page.title.casefold()
                 and _created_within(page, after, before)
             ]
-            version = engine.version
+            version = index.version
         matched.sort(key=lambda p: (p.source, p.path))
         answer = PageList(
             documents=[
-                self.links.summary(page_summary(p, engine.ref_of(p.source)))
-                for p in matched[:limit]
+                self.links.summary(page_summary(p, index.ref_of(p.source))) for p in matched[:limit]
             ],
             total=len(matched),
             truncated=len(matched) > limit,
@@ -175,23 +175,24 @@ class Docs:
             raise InvalidArgument("pass either cursor or start_line/end_line, not both")
         paging = Paging(max_chars, start_line, end_line, cursor)
         with self.holder.acquire() as engine:
-            self._check_seen(engine, doc_id)
-            doc_id = engine.doc_id_at(doc_id, _text("ref", ref))
-            if CHUNK_ID.search(doc_id) and (chunk := engine.chunk(doc_id)) is not None:
-                answer = chunk_document(engine, chunk, paging)
-            elif (page := engine.pages.get(doc_id)) is not None:
-                answer = page_document(engine, page, paging)
+            index = engine.index
+            self._check_seen(index, doc_id)
+            doc_id = index.doc_id_at(doc_id, _text("ref", ref))
+            if CHUNK_ID.search(doc_id) and (chunk := index.chunk(doc_id)) is not None:
+                answer = chunk_document(index, chunk, paging)
+            elif (page := index.pages.get(doc_id)) is not None:
+                answer = page_document(index, page, paging)
             else:
-                raise unknown_doc(engine, doc_id, self._known(engine))
+                raise unknown_doc(index, doc_id, self._known(index))
         return within_cap(self.links.document(answer), "sections")
 
     def list_sources(self) -> SourceList:
         """The indexed sources (each indexed ref an entry), how current each is, then the
         configured sources the served version lacks."""
         with self.holder.acquire() as engine:
-            states = self.limit.states(engine.manifest.sources)
+            states = self.limit.states(engine.index.manifest.sources)
             version = engine.version
-            failing = failing_models(engine, self.limit)
+            failing = failing_models(engine.models, self.limit)
         sources = self._source_infos(states, fresh=True)
         answer = SourceList(sources=sources, index_version=version, failing_models=failing)
         return within_cap(answer, "sources")
@@ -234,7 +235,7 @@ class Docs:
         every connection, so the repositories' tips are not read for it)."""
         try:
             with self.holder.acquire() as engine:
-                states = self.limit.states(engine.manifest.sources)
+                states = self.limit.states(engine.index.manifest.sources)
         except NoVersion:
             states = {}
         return server_instructions(self._source_infos(states, fresh=False))
@@ -245,12 +246,13 @@ class Docs:
         """Pages in doc_id order after `cursor`, and the cursor of the next page ("": none)."""
         after = decode_page_cursor(cursor)
         with self.holder.acquire() as engine:
+            index = engine.index
             ids = sorted(
                 doc_id
-                for doc_id, page in engine.pages.items()
-                if doc_id > after and self.limit.admits_page(engine, page)
+                for doc_id, page in index.pages.items()
+                if doc_id > after and self.limit.admits_page(index, page)
             )
-            pages = [page_summary(engine.pages[doc_id]) for doc_id in ids[:limit]]
+            pages = [page_summary(index.pages[doc_id]) for doc_id in ids[:limit]]
         more = len(ids) > limit
         return pages, encode_page_cursor(pages[-1].doc_id) if more else ""
 
@@ -260,7 +262,8 @@ class Docs:
         doc_id = f"{source}:{path}"
         check_doc_id(doc_id)
         with self.holder.acquire() as engine:
-            text = page_text(engine, self._page(engine, doc_id))
+            index = engine.index
+            text = page_text(index, self._page(index, doc_id))
         if len(text) <= MAX_MAX_CHARS:
             return text
         window = self.get_document(doc_id, max_chars=MAX_MAX_CHARS)
@@ -274,8 +277,9 @@ class Docs:
         """The search page's view of a page (SOURCE:PATH): its markdown rendered."""
         check_doc_id(doc_id)
         with self.holder.acquire() as engine:
-            served = self._page(engine, doc_id)
-            view = page_view(engine, served, site_dir=self.links.of(served.source).site_dir)
+            index = engine.index
+            served = self._page(index, doc_id)
+            view = page_view(index, served, site_dir=self.links.of(served.source).site_dir)
         page = self.links.summary(view.page)
         return msgspec.structs.replace(view, page=page, permalink=page.url)
 
@@ -297,21 +301,21 @@ class Docs:
             self.limit,
         )
 
-    def _page(self, engine: Engine, doc_id: str) -> ServedPage:
-        self._check_seen(engine, doc_id)
-        page = engine.pages.get(doc_id)
+    def _page(self, index: VersionReader, doc_id: str) -> ServedPage:
+        self._check_seen(index, doc_id)
+        page = index.pages.get(doc_id)
         if page is None:
-            raise unknown_doc(engine, doc_id, self._known(engine))
+            raise unknown_doc(index, doc_id, self._known(index))
         return page
 
-    def _check_seen(self, engine: Engine, doc_id: str) -> None:
+    def _check_seen(self, index: VersionReader, doc_id: str) -> None:
         """NotFound for an id of a source the caller may not read: the error an id of a
         source never indexed gets, so that it does not say the document exists."""
-        if not self.limit.admits_id(engine, doc_id):
-            raise unknown_doc(engine, doc_id, self._known(engine))
+        if not self.limit.admits_id(index, doc_id):
+            raise unknown_doc(index, doc_id, self._known(index))
 
-    def _known(self, engine: Engine) -> list[str] | None:
-        return None if self.limit.unlimited else self.limit.entries(engine)
+    def _known(self, index: VersionReader) -> list[str] | None:
+        return None if self.limit.unlimited else self.limit.entries(index)
 
 
 def _created_within(page: ServedPage, after: datetime | None, before: datetime | None) -> bool:

@@ -3,7 +3,7 @@
 A page is served as it was indexed: its text is reassembled from its chunks (the index
 keeps no other copy), line-aligned with the file at the indexed commit. Metadata that a
 file controls (titles, headings, descriptions, tags) is clipped, so that no page can make
-an answer large; text is paged (paging.py).
+an answer large; text is paged (cursors.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,14 @@ import msgspec
 
 from docdex.index_format.reassembly import reassemble
 from docdex.index_format.records import CHUNK_ID, ChunkRecord, ServedPage, SourceState, chunk_id
-from docdex.server.engine import TITLE_CHARS, Engine, breadcrumb, clip, clip_headings, resource_uri
+from docdex.server.engine import (
+    TITLE_CHARS,
+    VersionReader,
+    breadcrumb,
+    clip,
+    clip_headings,
+    resource_uri,
+)
 
 from .cursors import Cursor, Lines, Window, decode_cursor, encode_cursor
 from .freshness import Freshness
@@ -48,8 +55,8 @@ def page_summary(page: ServedPage, ref: str = "") -> PageSummary:
     )
 
 
-def page_text(engine: Engine, page: ServedPage) -> str:
-    return reassemble(engine.page_chunks(page), page.front_matter)
+def page_text(index: VersionReader, page: ServedPage) -> str:
+    return reassemble(index.page_chunks(page), page.front_matter)
 
 
 class Paging(msgspec.Struct, frozen=True):
@@ -74,17 +81,17 @@ class Paging(msgspec.Struct, frozen=True):
         return window, encode_cursor(Cursor(doc_id, content, window.next_offset, stop))
 
 
-def page_document(engine: Engine, page: ServedPage, paging: Paging) -> Document:
+def page_document(index: VersionReader, page: ServedPage, paging: Paging) -> Document:
     """A window of the page; its text and the list of the sections it overlaps share
     `max_chars` (the text keeps at least half), and sections past it are left out."""
-    chunks = engine.page_chunks(page)
-    summary = page_summary(page, engine.ref_of(page.source))
+    chunks = index.page_chunks(page)
+    summary = page_summary(page, index.ref_of(page.source))
     lines = Lines(reassemble(chunks, page.front_matter))
 
     def window(budget: int) -> tuple[Document, list[Section]]:
         document = _window(
             "page",
-            engine,
+            index,
             page,
             page,
             lines,
@@ -128,19 +135,19 @@ def _within(sections: list[Section], budget: int) -> list[Section]:
     return kept
 
 
-def chunk_document(engine: Engine, chunk: ChunkRecord, paging: Paging) -> Document:
-    page = engine.pages.get(chunk.doc_id)
+def chunk_document(index: VersionReader, chunk: ChunkRecord, paging: Paging) -> Document:
+    page = index.pages.get(chunk.doc_id)
     found = CHUNK_ID.search(chunk.chunk_id)
     assert found is not None, chunk.chunk_id  # every chunk id ends in #chunkN
     number = int(found.group(1))
 
     def neighbour(n: int) -> str | None:
         neighbour_id = chunk_id(chunk.doc_id, n)
-        return neighbour_id if n >= 0 and engine.chunk(neighbour_id) is not None else None
+        return neighbour_id if n >= 0 and index.chunk(neighbour_id) is not None else None
 
     return _window(
         "chunk",
-        engine,
+        index,
         chunk,
         page,
         Lines(chunk.text, first_line=chunk.start_line),
@@ -155,7 +162,7 @@ def chunk_document(engine: Engine, chunk: ChunkRecord, paging: Paging) -> Docume
 
 def _window(
     kind: str,
-    engine: Engine,
+    index: VersionReader,
     of: ServedPage | ChunkRecord,
     page: ServedPage | None,
     lines: Lines,
@@ -181,8 +188,8 @@ def _window(
         last_line=lines.last_line,
         truncated=bool(cursor),
         next_cursor=cursor,
-        index_version=engine.version,
-        ref=engine.ref_of(of.source),
+        index_version=index.version,
+        ref=index.ref_of(of.source),
         **own,
     )
 

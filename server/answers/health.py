@@ -17,7 +17,7 @@ Its status, the first that applies:
 
 `status_detail` says in a sentence why the status is not "ok" ("" when it is).
 
-A caller limited to some sources (limits.py) gets the report of its sources only: the others'
+A caller limited to some sources (source_limits.py) gets the report of its sources only: the others'
 entries, failures and names are left out, its status comes from its own sources (a refused
 version is everyone's), and errors that may name another source say only that they are
 withheld.
@@ -34,7 +34,7 @@ import msgspec
 from docdex.index_format import metrics
 from docdex.index_format.layout import DataDir
 from docdex.index_format.records import SourceState
-from docdex.server.engine import Engine, RerankerError
+from docdex.server.engine import Engine, RerankerError, SearchModels, VersionReader
 from docdex.server.versions import NoVersion, VersionHolder, VersionStats
 
 from .freshness import Freshness
@@ -64,13 +64,14 @@ def health_report(
         _withhold(body, limit)
     try:
         with holder.acquire() as engine:
-            states = limit.states(engine.manifest.sources)
-            body.update(_index_summary(engine, states, freshness_of(states)))
-            body["models"]["reranker"] = _reranker_name(reranker, engine)
+            index, models = engine.index, engine.models
+            states = limit.states(index.manifest.sources)
+            body.update(_index_summary(index, states, freshness_of(states)))
+            body["models"]["reranker"] = _reranker_name(reranker, models)
             body["failing_models"] = {
-                m.role: {"error": m.error, "since": m.since} for m in failing_models(engine, limit)
+                m.role: {"error": m.error, "since": m.since} for m in failing_models(models, limit)
             }
-            served = engine.manifest.embedder  # the model its queries are embedded with
+            served = index.manifest.embedder  # the model its queries are embedded with
             body["models"].update(embedder=served.id, dim=served.dim)
     except NoVersion as exc:
         body.update(status="error", error=str(exc), status_detail=f"nothing is served: {exc}")
@@ -86,12 +87,12 @@ FAILING_ROLES = {
 }
 
 
-def failing_models(engine: Engine, limit: SourceLimit = EVERY_SOURCE) -> list[FailingModel]:
+def failing_models(models: SearchModels, limit: SourceLimit = EVERY_SOURCE) -> list[FailingModel]:
     """The endpoints the served version's searches use that are failing. Why is withheld
     from a limited caller: an endpoint's error may quote what another caller searched."""
     return [
         FailingModel(role, failure.error if limit.unlimited else WITHHELD, failure.since)
-        for role, failure in sorted(engine.failing_models().items())
+        for role, failure in sorted(models.failing().items())
     ]
 
 
@@ -189,14 +190,14 @@ def _status_body(
 
 
 def _index_summary(
-    engine: Engine, sources: dict[str, SourceState], freshness: dict[str, Freshness]
+    index: VersionReader, sources: dict[str, SourceState], freshness: dict[str, Freshness]
 ) -> dict[str, Any]:
     """The served version's figures for `sources` (its entries a caller sees)."""
-    every = len(sources) == len(engine.manifest.sources)
-    chunks = engine.manifest.chunks if every else sum(s.chunks for s in sources.values())
+    every = len(sources) == len(index.manifest.sources)
+    chunks = index.manifest.chunks if every else sum(s.chunks for s in sources.values())
     return {
-        "index_version": engine.version,
-        "index_created_at": engine.manifest.created_at,
+        "index_version": index.version,
+        "index_created_at": index.manifest.created_at,
         "total_sources": len(sources),
         "total_chunks": chunks,
         "sources": {
@@ -220,9 +221,9 @@ def _index_summary(
     }
 
 
-def _reranker_name(configured: str, engine: Engine) -> str:
+def _reranker_name(configured: str, models: SearchModels) -> str:
     try:
-        return engine.reranker_name()
+        return models.reranker_name()
     except RerankerError as exc:
         return f"{configured} (unavailable: {exc})"
 

@@ -22,12 +22,12 @@ from dulwich.config import ConfigFile
 from docdex.index_format.config import ConfigError, SourceConfig, load_config
 from docdex.index_format.layout import DataDir
 from docdex.server.engine import Hit, SearchResult
+from docdex.server.rendering.site_map import FOLDER_PAGES, SITE_DIRS, SITE_EXTENSIONS
 
 from .shapes import Document, PageSummary
 
 log = logging.getLogger("docdex.server")
 
-PLACEHOLDERS = ("commit", "path", "start_line", "end_line", "ref", "source")
 PRESETS = {
     "github": "{base}/blob/{{commit}}/{{path}}#L{{start_line}}-L{{end_line}}",
     "gitlab": "{base}/-/blob/{{commit}}/{{path}}#L{{start_line}}-{{end_line}}",
@@ -44,9 +44,6 @@ _FORGE_HOSTS = {
 _SCP_LIKE = re.compile(r"^(?:[^@/:\s]+@)?(?P<host>[^@/:\s]+):(?P<path>[^/].*)$")
 _URL = re.compile(r"^(?:https?|ssh|git)://(?:[^@/]+@)?(?P<host>[^/:]+)(?::\d+)?/(?P<path>.+)$")
 _SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
-SITE_DIRS = ("docs/", "content/")
-SITE_EXTENSIONS = (".md", ".mdx", ".markdown")
-FOLDER_PAGES = ("index", "_index", "readme")
 
 
 class Links(msgspec.Struct, frozen=True):

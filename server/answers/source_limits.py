@@ -19,7 +19,7 @@ import msgspec
 from docdex.errors import InvalidArgument, NotFound, shown
 from docdex.index_format.records import ServedPage, SourceState
 from docdex.index_format.ref_names import base_of
-from docdex.server.engine import Engine, Scope
+from docdex.server.engine import Engine, Scope, VersionReader
 
 V = TypeVar("V")
 SCOPE_KEY = "docdex.limit"  # where the transports keep a request's limit (an ASGI scope's key)
@@ -56,27 +56,27 @@ class SourceLimit(msgspec.Struct, frozen=True):
     def names(self, names: Iterable[str]) -> list[str]:
         return [name for name in names if self.allows(name)]
 
-    # --- over one engine ------------------------------------------------------------------
+    # --- over one version -----------------------------------------------------------------
 
-    def entries(self, engine: Engine) -> list[str]:
-        """The engine's manifest entries the caller sees, sorted."""
-        return sorted(self.states(engine.manifest.sources))
+    def entries(self, index: VersionReader) -> list[str]:
+        """The version's manifest entries the caller sees, sorted."""
+        return sorted(self.states(index.manifest.sources))
 
-    def admits_page(self, engine: Engine, page: ServedPage) -> bool:
-        return self.admits(page.source, engine.manifest.sources.get(page.source))
+    def admits_page(self, index: VersionReader, page: ServedPage) -> bool:
+        return self.admits(page.source, index.manifest.sources.get(page.source))
 
-    def admits_id(self, engine: Engine, doc_id: str) -> bool:
+    def admits_id(self, index: VersionReader, doc_id: str) -> bool:
         """Whether a document id's entry (the part before ':') is the caller's."""
         key = doc_id.partition(":")[0]
-        return self.admits(key, engine.manifest.sources.get(key))
+        return self.admits(key, index.manifest.sources.get(key))
 
-    def check_source(self, engine: Engine, source: str) -> None:
+    def check_source(self, index: VersionReader, source: str) -> None:
         """InvalidArgument unless `source` is "" or an entry the caller sees, naming only the
         caller's entries as valid: another source is as unknown as one never indexed."""
         if self.sources is None:
-            engine.check_source(source)
-        elif source and source not in self.states(engine.manifest.sources):
-            valid = ", ".join(self.entries(engine)) or "(none indexed yet)"
+            index.check_source(source)
+        elif source and source not in self.states(index.manifest.sources):
+            valid = ", ".join(self.entries(index)) or "(none indexed yet)"
             raise InvalidArgument(f"unknown source {shown(source)}; valid sources: {valid}")
 
     def scope(
@@ -89,12 +89,12 @@ class SourceLimit(msgspec.Struct, frozen=True):
     ) -> Scope:
         """The engine's scope for the request, narrowed to the caller's entries: the
         searches' candidates come from those entries only."""
-        self.check_source(engine, source)
+        self.check_source(engine.index, source)
         scope = engine.scope(source, ref, path_prefix, tags)
         if self.sources is None:
             return scope
-        mine = frozenset(self.entries(engine))
-        entries = (scope.entries & mine) if scope.entries else _defaults(engine, mine)
+        mine = frozenset(self.entries(engine.index))
+        entries = (scope.entries & mine) if scope.entries else _defaults(engine.index, mine)
         if entries:
             return msgspec.structs.replace(scope, entries=entries, visible=mine)
         if ref:  # only other sources index this ref: the answer an unknown ref gets
@@ -104,9 +104,9 @@ class SourceLimit(msgspec.Struct, frozen=True):
         return NOTHING
 
 
-def _defaults(engine: Engine, entries: frozenset[str]) -> frozenset[str]:
+def _defaults(index: VersionReader, entries: frozenset[str]) -> frozenset[str]:
     """The default-ref entries among `entries` (a search without a ref reads those)."""
-    states = engine.manifest.sources
+    states = index.manifest.sources
     return frozenset(key for key in entries if states[key].default_ref)
 
 

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 from docdex.errors import InvalidArgument, NotFound, shown
 from docdex.index_format.ref_names import is_doc_source
-from docdex.server.engine import Engine
+from docdex.server.engine import VersionReader
 
 MAX_LIMIT = 100
 # The longest doc_id looked up. Git itself bounds no path, and the indexer takes the paths of
@@ -85,12 +85,12 @@ def check_doc_id(doc_id: str) -> None:
         )
 
 
-def unknown_doc(engine: Engine, doc_id: str, known: Sequence[str] | None = None) -> NotFound:
+def unknown_doc(index: VersionReader, doc_id: str, known: Sequence[str] | None = None) -> NotFound:
     """The error for a well-formed id that names nothing in this version: what it is missing,
     and where valid ids come from. `known`: the entries the caller sees (None: all), so that
     a source hidden from the caller is as unknown as one never indexed."""
     source = doc_id.partition(":")[0]
-    known = engine.sources if known is None else known
+    known = index.sources if known is None else known
     if source not in known:
         return NotFound(
             f"no document {shown(doc_id)}: unknown source {shown(source)}; "
@@ -102,6 +102,6 @@ def unknown_doc(engine: Engine, doc_id: str, known: Sequence[str] | None = None)
         else ""
     )
     return NotFound(
-        f"no document {shown(doc_id)} in index version {engine.version}{hint}; use a "
+        f"no document {shown(doc_id)} in index version {index.version}{hint}; use a "
         "doc_id or chunk_id returned by search_docs or query_docs"
     )

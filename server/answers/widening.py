@@ -30,7 +30,7 @@ import msgspec
 
 from docdex.index_format.reassembly import reassemble
 from docdex.index_format.records import CHUNK_ID, ChunkRecord, chunk_id
-from docdex.server.engine import MAX_RESULTS, Engine, Hit, SearchResult
+from docdex.server.engine import MAX_RESULTS, Hit, SearchResult, VersionReader
 
 from .budget import Budget
 
@@ -56,7 +56,7 @@ def hits_to_ask(num_results: int) -> int:
 
 
 def with_context(
-    engine: Engine,
+    index: VersionReader,
     result: SearchResult,
     num_results: int,
     max_chars: int,
@@ -76,24 +76,24 @@ def with_context(
             continue
         after = wanted - len(kept) - 1
         room = min(context_chars, budget.allowance(after))
-        kept = _with_hit(engine, kept, hit, room, budget, after)
+        kept = _with_hit(index, kept, hit, room, budget, after)
     return msgspec.structs.replace(result, results=kept)
 
 
 def _with_hit(
-    engine: Engine, kept: list[Hit], hit: Hit, room: int, budget: Budget, after: int
+    index: VersionReader, kept: list[Hit], hit: Hit, room: int, budget: Budget, after: int
 ) -> list[Hit]:
     """`kept` and `hit`, widened, with no line twice: when `hit`'s section holds the earlier
     hits of its page that it overlaps, it is folded into the first of them; otherwise its
     widening stops at their lines."""
-    wide = widened(engine, hit, room)
+    wide = widened(index, hit, room)
     overlapped = [n for n, earlier in enumerate(kept) if _overlap(earlier, wide)]
     if not overlapped:
         return [*kept, budget.spend(wide, after)]
     if wide.context == SECTION and all(_inside(kept[n], wide) for n in overlapped):
         return _folded_into(kept, overlapped, wide, budget, after)
     shown = [(h.start_line, h.end_line) for h in kept if h.doc_id == hit.doc_id]
-    return [*kept, budget.spend(widened(engine, hit, room, shown), after)]
+    return [*kept, budget.spend(widened(index, hit, room, shown), after)]
 
 
 def _folded_into(
@@ -163,13 +163,13 @@ def _holds(earlier: Hit, hit: Hit) -> bool:
 Lines = tuple[int, int]  # a page's lines, first and last
 
 
-def widened(engine: Engine, hit: Hit, room: int, shown: Sequence[Lines] = ()) -> Hit:
+def widened(index: VersionReader, hit: Hit, room: int, shown: Sequence[Lines] = ()) -> Hit:
     """`hit` with its text widened to at most `room` characters (the module's rule), taking
     no chunk with a line of `shown` (the lines earlier hits of its page show)."""
     found = CHUNK_ID.search(hit.chunk_id)
     if found is None or len(hit.text) >= room:
         return hit
-    page = _Page(engine, hit.doc_id, shown)
+    page = _Page(index, hit.doc_id, shown)
     at = int(found.group(1))
     if page[at] is None:
         return hit
@@ -196,13 +196,13 @@ class _Page:
     """A page's chunks by number, each read once and only when the widening asks for it
     (a long page's other chunks are never decoded)."""
 
-    def __init__(self, engine: Engine, doc_id: str, shown: Sequence[Lines] = ()):
-        self._engine, self._doc_id, self._shown = engine, doc_id, shown
+    def __init__(self, index: VersionReader, doc_id: str, shown: Sequence[Lines] = ()):
+        self._index, self._doc_id, self._shown = index, doc_id, shown
         self._read: dict[int, ChunkRecord | None] = {}
 
     def __getitem__(self, number: int) -> ChunkRecord | None:
         if number not in self._read:
-            found = self._engine.chunk(chunk_id(self._doc_id, number)) if number >= 0 else None
+            found = self._index.chunk(chunk_id(self._doc_id, number)) if number >= 0 else None
             self._read[number] = found
         return self._read[number]
 

@@ -1,17 +1,18 @@
-"""The search engine: one index version opened for searching (`Engine`), its tunables
-(`EngineSettings`), what it answers (`SearchResult`, `Hit`, and the limits on what a file
-controls in them) and what a search may return (`Scope`). Everything else in this package
-is its inside: the server, the CLI, `docdex eval` and the benches use these names only
-(tests/lint_imports.py checks it).
+"""The search engine: one index version opened for searching (`Engine`), its read side
+(`VersionReader`, `Engine.index`: pages, chunks, entries, refs), the models its searches use
+(`SearchModels`, `Engine.models`), its tunables (`EngineSettings`), what it answers
+(`SearchResult`, `Hit`, and the limits on what a file controls in them) and what a search
+may return (`Scope`); a search's stages one at a time, for the benches (`SearchStages`).
+Everything else in this package is its inside: the server, the CLI, `docdex eval` and the
+benches use these names only (tests/support/lint_imports.py checks it).
 """
 
 from .engine import (
     MAX_QUERY_CHARS,
     MAX_RESULTS,
-    DerivedState,
     Engine,
-    SegmentStatus,
-    StageTimes,
+    SearchModels,
+    SearchStages,
     check_num_results,
 )
 from .hits import (
@@ -28,6 +29,7 @@ from .rerank import RerankerError, check_reranker_name
 from .retrieval import Retrieval
 from .scope import Scope
 from .settings import DEFAULT_SETTINGS, DenseTrust, EngineSettings, Fusion, FusionWeights
+from .version_reader import DerivedState, SegmentStatus, VersionReader
 
 __all__ = [
     "DEFAULT_SETTINGS",
@@ -45,9 +47,11 @@ __all__ = [
     "RerankerError",
     "Retrieval",
     "Scope",
+    "SearchModels",
     "SearchResult",
+    "SearchStages",
     "SegmentStatus",
-    "StageTimes",
+    "VersionReader",
     "breadcrumb",
     "check_num_results",
     "check_reranker_name",

@@ -18,11 +18,11 @@ import tantivy
 from docdex.index_format.text import CJK_FIELD, TEXT_FIELDS, TextAnalysis, identifier_terms
 from docdex.model.protocol import EmbedderUnavailable
 
-from .candidates import Candidate
 from .dense import best_cosine
 from .lexical import filter_queries
 from .loaded import LoadedVersion
 from .query import QueryContext, QueryProfile
+from .retrieval import Candidate
 from .scope import Entries, Scope
 
 # Function words (and one-letter terms) are never counted absent, whatever the index holds.

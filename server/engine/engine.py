@@ -12,26 +12,27 @@ A search runs, on the version it was opened on:
           ─ top n as hits (hits.py) ─ low_confidence (confidence.py)
 
 Its tunables are one frozen `EngineSettings`; `with_settings` gives an engine over the same
-loaded version with others (what `docdex eval --baselines` and the sweeps compare). The
-server swaps engines as versions are published (server/versions.py); the CLI, `docdex eval`
-and the benches open one each.
+loaded version with others (what `docdex eval --baselines` and the sweeps compare). What the
+answers read besides searches is the version's `index` (version_reader.py); the models its
+searches use are its `models` (`SearchModels`); `SearchStages` runs a search's stages one
+at a time, for the benches to time. The server swaps engines as versions are published
+(server/versions.py); the CLI, `docdex eval` and the benches open one each.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from functools import partial
 from typing import TYPE_CHECKING
 
-import msgspec
+import numpy as np
 
 from docdex.errors import InvalidArgument
 from docdex.index_format.layout import DataDir
-from docdex.index_format.records import ChunkRecord, Manifest, ServedPage
 from docdex.model.outage import Failure, failure_of
 
-from .candidates import Candidate, by_score
 from .confidence import is_low_confidence
 from .dense import dense_top
 from .fusion import fuse
@@ -40,9 +41,10 @@ from .lexical import bm25_top
 from .loaded import LoadedVersion, check_model
 from .query import QueryContext, profile_query
 from .rerank import Reranker, RerankerError, resolve_reranker
-from .retrieval import Retrieval, retrieve
-from .scope import Scope, check_source, entry_doc_id, searched_entries, tagged_pages
+from .retrieval import Candidate, Retrieval, by_score, retrieve
+from .scope import Scope, check_source, searched_entries, tagged_pages
 from .settings import DEFAULT_SETTINGS, EngineSettings
+from .version_reader import VersionReader
 
 if TYPE_CHECKING:
     from docdex.index_format.records import EmbedderInfo
@@ -56,39 +58,6 @@ MAX_PATH_PREFIX_CHARS = 1000
 WARMUP_QUERY = "docdex warm-up query"
 
 
-class SegmentStatus(msgspec.Struct, frozen=True):
-    """One dense segment as the engine holds it (`Engine.segments`)."""
-
-    id: str
-    chunks: int
-    live_chunks: int
-    windows: int
-    live_windows: int
-    exact: bool  # searched with exact products over a float32 copy, never with its graph
-    graph_loaded: bool
-    graph_version: int | None  # the version that loaded its graph (an older one: shared)
-    stale_rows: int  # rows dead here that a graph shared with an older version returns
-    opened_by: int  # the version that read the segment's files (an older one: shared)
-
-
-class DerivedState(msgspec.Struct, frozen=True):
-    """What the version has derived from its data so far (`Engine.derived`): the identifier
-    vocabulary literal queries scan, the token IDF of MaxSim, the heading terms kept."""
-
-    identifier_vocabulary: bool
-    token_idf: bool
-    section_terms: int
-    heading_terms: int
-
-
-class StageTimes(msgspec.Struct, frozen=True):
-    """Wall and CPU seconds of a query's stages, each run alone (`Engine.time_stages`)."""
-
-    embed: tuple[float, float]
-    bm25: tuple[float, float]
-    dense: tuple[float, float]
-
-
 class Engine:
     """Search over one published index version (see the module's docstring)."""
 
@@ -97,6 +66,16 @@ class Engine:
         self._version = version
         self._embedder = embedder
         self._settings = settings
+        # the reranker the settings name, on this version (None: no rerank)
+        self._reranker = partial(
+            resolve_reranker,
+            settings.reranker,
+            version,
+            settings.rerank_endpoint,
+            settings.model_environment.variables,
+        )
+        self._index = VersionReader(version)
+        self._models = SearchModels(embedder, self._reranker)
 
     @classmethod
     def open(
@@ -137,99 +116,19 @@ class Engine:
     def settings(self) -> EngineSettings:
         return self._settings
 
-    def _reranker(self) -> Reranker | None:
-        """The reranker the settings name, on this version (None: no rerank)."""
-        return resolve_reranker(
-            self._settings.reranker, self._version, self._settings.rerank_endpoint
-        )
-
     @property
     def version(self) -> int:
         return self._version.version
 
     @property
-    def manifest(self) -> Manifest:
-        return self._version.manifest
+    def index(self) -> VersionReader:
+        """The version's pages, chunks, entries and refs, as the answers read them."""
+        return self._index
 
     @property
-    def data(self) -> DataDir:
-        return self._version.data
-
-    @property
-    def embedder_name(self) -> str:
-        """The identity of the model the version's vectors were made with."""
-        return self._version.manifest.embedder.id
-
-    @property
-    def sources(self) -> list[str]:
-        """The manifest entries (a source, or "source@ref"), sorted."""
-        return self._version.sources
-
-    @property
-    def pages(self) -> Mapping[str, ServedPage]:
-        """doc_id -> page."""
-        return self._version.pages
-
-    @property
-    def has_token_vectors(self) -> bool:
-        return self._version.has_token_vectors
-
-    def reranker_name(self) -> str:
-        """The reranker searches use on this version: "none", "maxsim", "cross-encoder" or
-        "endpoint" (RerankerError when the configured one cannot be loaded)."""
-        reranker = self._reranker()
-        return "none" if reranker is None else reranker.name
-
-    def failing_models(self) -> dict[str, Failure]:
-        """The endpoints this engine's searches use that are failing now, and why:
-        "embedder" (queries are answered by BM25 alone), "reranker" (hits keep the fused
-        order)."""
-        try:
-            reranker = self._reranker()
-        except RerankerError:
-            reranker = None  # `reranker_name` says why none is used
-        found = {"embedder": failure_of(self._embedder), "reranker": failure_of(reranker)}
-        return {role: failure for role, failure in found.items() if failure is not None}
-
-    def ref_of(self, entry: str) -> str:
-        """The branch or tag a manifest entry indexes."""
-        return self._version.ref_of(entry)
-
-    def chunk(self, chunk_id: str) -> ChunkRecord | None:
-        """The live chunk `doc_id#chunkN`, or None."""
-        return self._version.chunk(chunk_id)
-
-    def page_chunks(self, page: ServedPage) -> list[ChunkRecord]:
-        return self._version.page_chunks(page)
-
-    def segments(self) -> list[SegmentStatus]:
-        out = []
-        for seg in self._version.segments:
-            graph = seg.graph_loaded
-            out.append(
-                SegmentStatus(
-                    id=seg.id,
-                    chunks=len(seg.live),
-                    live_chunks=int(seg.live.sum()),
-                    windows=len(seg.live_rows),
-                    live_windows=seg.live_row_count,
-                    exact=seg.exact,
-                    graph_loaded=graph is not None,
-                    graph_version=graph.version if graph is not None else None,
-                    stale_rows=seg.stale_rows,
-                    opened_by=seg.opened_by,
-                )
-            )
-        return out
-
-    def derived(self) -> DerivedState:
-        derived = self._version.derived
-        return DerivedState(
-            identifier_vocabulary=derived.vocabulary_ready,
-            token_idf=derived.token_idf_ready,
-            section_terms=len(derived.section_terms),
-            heading_terms=len(derived.heading_terms),
-        )
+    def models(self) -> SearchModels:
+        """The embedder and the reranker this engine's searches use, and which are failing."""
+        return self._models
 
     # --- scopes --------------------------------------------------------------------------
 
@@ -241,14 +140,6 @@ class Engine:
         `path_prefix`, of pages carrying any of `tags`."""
         entries = searched_entries(self._version, source, ref)
         return Scope(entries, path_prefix, tagged_pages(self._version, tags))
-
-    def check_source(self, source: str) -> None:
-        """InvalidArgument unless `source` is "" or an entry of this version."""
-        check_source(self._version, source)
-
-    def doc_id_at(self, doc_id: str, ref: str) -> str:
-        """`doc_id` as the id of the same path at `ref` (SOURCE:PATH -> SOURCE@REF:PATH)."""
-        return entry_doc_id(self._version, doc_id, ref)
 
     # --- searching -----------------------------------------------------------------------
 
@@ -303,26 +194,6 @@ class Engine:
             candidates[: len(head)] = by_score(head)
         return one_chunk_per_page(candidates) if one_per_page else candidates
 
-    def time_stages(self, query: str, scope: Scope | None = None) -> StageTimes:
-        """How long the query's embedding, its BM25 search and its dense search take, each
-        run alone (the benches' breakdown of a search)."""
-        ctx = self._context(query, scope or Scope())
-        with _Timer() as embed:
-            qvec = self._embedder.embed_query(query)
-        with _Timer() as bm25:
-            bm25_top(ctx)
-        with _Timer() as dense:
-            dense_top(self._version, qvec, ctx.scope, self._settings)
-        return StageTimes(embed.took, bm25.took, dense.took)
-
-    def time_bm25(self, query: str, scope: Scope | None = None) -> tuple[float, float]:
-        """Wall and CPU seconds of the query's BM25 search alone, with no embedding beside
-        it (a bench timing BM25 over many queries, as the stages' breakdown cannot)."""
-        ctx = self._context(query, scope or Scope())
-        with _Timer() as bm25:
-            bm25_top(ctx)
-        return bm25.took
-
     def _context(self, query: str, scope: Scope, num_results: int = 1) -> QueryContext:
         """The query, checked and analysed as the version analysed its documents."""
         if not isinstance(query, str) or not query.strip():
@@ -350,7 +221,7 @@ class Engine:
         as to answer sooner."""
         for seg in self._version.segments:
             seg.open_files()
-        if self.manifest.chunks:
+        if self._version.manifest.chunks:
             self.search(WARMUP_QUERY, 1)
         if vocabulary:
             self._version.derived.identifier_vocabulary()
@@ -378,10 +249,54 @@ def check_num_results(num_results: int) -> None:
         )
 
 
-class _Timer:
-    def __enter__(self) -> _Timer:
-        self._wall, self._cpu = time.perf_counter(), time.process_time()
-        return self
+class SearchModels:
+    """The models an engine's searches use (`Engine.models`): the query embedder, and the
+    reranker its settings name, resolved on its version ("default" is MaxSim when the
+    version has token vectors, else none). Either may be an endpoint (adr/0039) that fails
+    while the engine serves: a search then goes on without it (BM25 alone; hits in their
+    fused order), and `failing` says which one and why, for /health and list_sources."""
 
-    def __exit__(self, *exc: object) -> None:
-        self.took = (time.perf_counter() - self._wall, time.process_time() - self._cpu)
+    def __init__(self, embedder: TextEmbedder, reranker: Callable[[], Reranker | None]) -> None:
+        """`reranker`: resolves the reranker the settings name on the version (None: none;
+        RerankerError when it cannot be loaded)."""
+        self._embedder = embedder
+        self._reranker = reranker
+
+    def reranker_name(self) -> str:
+        """The reranker searches use on this version: "none", "maxsim", "cross-encoder" or
+        "endpoint" (RerankerError when the configured one cannot be loaded)."""
+        reranker = self._reranker()
+        return "none" if reranker is None else reranker.name
+
+    def failing(self) -> dict[str, Failure]:
+        """The endpoints searches use that are failing now, and why: "embedder" (queries
+        are answered by BM25 alone), "reranker" (hits keep the fused order)."""
+        try:
+            reranker = self._reranker()
+        except RerankerError:
+            reranker = None  # `reranker_name` says why none is used
+        found = {"embedder": failure_of(self._embedder), "reranker": failure_of(reranker)}
+        return {role: failure for role, failure in found.items() if failure is not None}
+
+
+class SearchStages:
+    """A search's stages for one query, each run alone when asked: the query's embedding,
+    its BM25 search, its dense search (a search runs them together, retrieval.py). What the
+    benches time (bench/performance/stage_times.py); nothing else needs them."""
+
+    def __init__(self, engine: Engine, query: str, scope: Scope | None = None) -> None:
+        """The query checked and analysed on `engine`'s version, as a search does it."""
+        self._ctx = engine._context(query, scope or Scope())
+
+    def embed(self) -> np.ndarray:
+        """The query's vector."""
+        return self._ctx.embedder.embed_query(self._ctx.profile.text)
+
+    def bm25(self) -> int:
+        """BM25's search under the scope; how many chunks it found."""
+        return len(bm25_top(self._ctx))
+
+    def dense(self, vector: np.ndarray) -> int:
+        """The dense search for `vector` under the scope; how many chunks it found."""
+        ctx = self._ctx
+        return len(dense_top(ctx.version, vector, ctx.scope, ctx.settings))

@@ -13,8 +13,8 @@ queries) and a bonus when the chunk's raw text holds the query's literals.
 
 from __future__ import annotations
 
-from .candidates import Candidate
 from .query import QueryContext, QueryProfile
+from .retrieval import Candidate
 from .settings import DenseTrust, EngineSettings, Fusion, FusionWeights
 
 

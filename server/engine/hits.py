@@ -15,8 +15,8 @@ import msgspec
 
 from docdex.index_format.records import CHUNK_ID
 
-from .candidates import Candidate
 from .loaded import LoadedVersion
+from .retrieval import Candidate
 
 RESOURCE_SCHEME = "docdex"
 RESOURCE_TEMPLATE = "docdex://{source}/{+path}"

@@ -2,7 +2,7 @@
 
 - `none`: keep the fused order.
 - `maxsim`: late interaction. IDF-weighted MaxSim of the query's MiniLM token vectors
-  against each candidate's token vectors, stored at index time (index_format/tokens.py);
+  against each candidate's token vectors, stored at index time (index_format/token_vectors.py);
   added to the fused score with weight `maxsim_weight`.
 - `cross-encoder`: any local ONNX cross-encoder directory (model.onnx + tokenizer.json;
   inputs input_ids, attention_mask[, token_type_ids]; output logits): its logit replaces
@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
@@ -26,10 +27,11 @@ from docdex.errors import DocdexError
 from docdex.index_format.model_tables import RerankEndpoint
 from docdex.index_format.token_vectors import TokenArrays
 from docdex.model.late_interaction import QueryEncoding, encode_query
+from docdex.model.model_environment import NO_VARIABLES
 
-from .candidates import Candidate
 from .loaded import LoadedVersion
 from .query import QueryContext
+from .retrieval import Candidate
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -57,12 +59,15 @@ class Reranker(Protocol):
 
 
 def resolve_reranker(
-    name: str, version: LoadedVersion, endpoint: RerankEndpoint | None = None
+    name: str,
+    version: LoadedVersion,
+    endpoint: RerankEndpoint | None = None,
+    environ: Mapping[str, str] = NO_VARIABLES,
 ) -> Reranker | None:
     """A reranker from its name; "default" is MaxSim when the index has token vectors;
-    `endpoint`: the rerank endpoint the name stands for."""
+    `endpoint`: the rerank endpoint the name stands for, its key in `environ`."""
     if endpoint is not None:
-        return EndpointReranker.cached(endpoint)
+        return EndpointReranker.cached(endpoint, environ=environ)
     if name == "none":
         return None
     if name == "default":

@@ -1,5 +1,6 @@
 """A query's candidates: BM25 and dense top-k under its scope, merged into one list in which
-every candidate has both scores.
+every candidate has both scores. A `Candidate` is a chunk on its way through ranking: what
+each stage (fusion.py, rerank.py, confidence.py, hits.py) knows of it.
 
 BM25 runs on a helper thread while the query is embedded, and the segments' graph searches
 beside each other and beside BM25 (parallel.py, adr/0029). A configured embedder that
@@ -9,19 +10,57 @@ cannot embed the query (an endpoint that is down, adr/0039) leaves BM25's list a
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
 
+from docdex.index_format.records import ChunkRecord
 from docdex.model.late_interaction import QueryEncoding, encode_query
 from docdex.model.protocol import EmbedderUnavailable
 
 from . import parallel
-from .candidates import Candidate
 from .dense import chunk_cosines, dense_top
 from .lexical import bm25_top
+from .loaded import LoadedSegment
 from .query import QueryContext
+
+
+@dataclass
+class Candidate:
+    segment: LoadedSegment
+    position: int  # the segment's position in its version
+    index: int  # chunk index in that segment
+    bm25: float = 0.0
+    bm25_rank: int = 0  # 1-based; 0 = not in the BM25 list
+    dense: float = 0.0  # best window cosine (computed for every candidate)
+    dense_rank: int = 0
+    score: float = 0.0
+    _record: ChunkRecord | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return self.position, self.index
+
+    @property
+    def match(self) -> str:
+        """Which retriever found it: "bm25", "dense" or "both"."""
+        if self.bm25_rank and self.dense_rank:
+            return "both"
+        return "bm25" if self.bm25_rank else "dense"
+
+    @property
+    def chunk(self) -> ChunkRecord:
+        """The chunk's record, read once per search: the fusion, the rerank, the confidence
+        and the hits all read it, and each read is a `pread` and a decode."""
+        if self._record is None:
+            self._record = self.segment.chunks[self.index]
+        return self._record
+
+
+def by_score(candidates: list[Candidate]) -> list[Candidate]:
+    """Highest score first; ties keep their order."""
+    return sorted(candidates, key=lambda c: -c.score)
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,6 @@ from .loaded import LoadedVersion
 Entries = frozenset[str]  # the manifest entries searched (a source, or "source@ref"); empty: all
 
 
-def as_entries(source: str | Entries) -> Entries:
-    """A source name ("" for every entry) or a set of entries, as a set of entries."""
-    return frozenset([source] if source else []) if isinstance(source, str) else source
-
-
 class Scope(msgspec.Struct, frozen=True):
     """What a search may return: chunks of these entries, under this path prefix, of these
     pages (the tags filter); every part is applied inside both retrievals. `visible`: the

@@ -12,6 +12,7 @@ import enum
 import msgspec
 
 from docdex.index_format.model_tables import RerankEndpoint
+from docdex.model.model_environment import UNCONFIGURED, ModelEnvironment
 
 
 class Fusion(enum.StrEnum):
@@ -81,6 +82,9 @@ class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
     # table is `rerank_endpoint` (then the name is only shown)
     reranker: str = "default"
     rerank_endpoint: RerankEndpoint | None = None
+    # what the models the engine builds take from the environment: the rerank endpoint's
+    # key; the server's loader, each version's query model (its cache directory too)
+    model_environment: ModelEnvironment = UNCONFIGURED
     retrieve_k: int = 100  # chunks from each retriever (dense asks for 2x as many windows)
     rrf_k: int = 60
     # The adaptive fusion: reciprocal ranks with a small rank constant, the dense list

@@ -10,10 +10,10 @@ search page at / (routes.py lists the routes).
     server/boot.py        the model, the first version, timed; the versions' loader
     server/answers/       `Docs`: the logic of every tool and route
     server/mcp/tools.py   the MCP tools over `Docs`    routes.py  the HTTP routes over `Docs`
-    page.py               the search page's files (static/), the security headers (CSP)
+    search_page.py        the search page's files (static/), the security headers (CSP)
     server/mcp/deferred.py  /mcp, built from the SDK in a thread once the server listens
-    auth.py               bind policy, Host and Origin check, bearer token
-    tokens.py             named tokens (`docdex auth token`), each maybe limited to sources
+    access.py             bind policy, Host and Origin check, bearer token
+    named_tokens.py       named tokens (`docdex auth token`), each maybe limited to sources
     grants.py             what a request's token allows: scopes, the sources it may read
     connections.py        header deadline, idle keep-alive, bound on open connections
                           (uvicorn's h11 handler under a guard)
@@ -48,19 +48,20 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from docdex.errors import DocdexError
 from docdex.index_format.config import ConfigError, load_config
 from docdex.index_format.layout import DataDir
+from docdex.model.model_environment import UNCONFIGURED, ModelEnvironment
 from docdex.runtime.environment import DEFAULT_HOST, DEFAULT_PORT, ConnectionLimits
 from docdex.server.answers.docs import Docs
 from docdex.server.boot import Boot, open_docs
 from docdex.server.mcp.deferred import DeferredMCP
 from docdex.server.mcp.envelope import parse
 
-from .auth import OPEN_PATHS, BearerAuth, HostCheck, allowed_hosts, check_bind
-from .auth import transport_security as make_transport_security
+from .access import OPEN_PATHS, BearerAuth, HostCheck, allowed_hosts, check_bind
+from .access import transport_security as make_transport_security
 from .connection_limits import with_fd_room
 from .connections import guarded_http
 from .named_tokens import NamedTokens
-from .oauth.guard import Guard
-from .oauth.scopes import refused_scope
+from .oauth.protected_resource.guard import Guard
+from .oauth.protected_resource.scopes import refused_scope
 from .oauth.settings import AuthMode, AuthSettings
 from .routes import MCP_PATH, http_routes
 from .search_page import SecurityHeaders, open_paths
@@ -79,7 +80,7 @@ class HttpSettings(msgspec.Struct, frozen=True, kw_only=True):
 
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
-    token: str | None = None  # required of every request but the open paths' (auth.py)
+    token: str | None = None  # required of every request but the open paths' (access.py)
     allowed_hosts: tuple[str, ...] = ()  # Host names besides the bound address's
     limits: ConnectionLimits = ConnectionLimits()
     insecure: bool = False  # bind beyond loopback without a token
@@ -96,9 +97,9 @@ def build_app(
     named: NamedTokens | None = None,
 ) -> Starlette:
     """The ASGI app. Its lifespan runs the version watcher and builds /mcp in the background
-    (deferred_mcp.py), then runs the MCP session manager. `oauth`: the routes and verifiers
-    of `--auth oauth` or `jwt` (oauth/setup.py), which take over from BearerAuth; `named`:
-    the named tokens (`docdex auth token`) accepted beside $DOCDEX_TOKEN."""
+    (server/mcp/deferred.py), then runs the MCP session manager. `oauth`: the routes and
+    verifiers of `--auth oauth` or `jwt` (oauth/setup.py), which take over from BearerAuth;
+    `named`: the named tokens (`docdex auth token`) accepted beside $DOCDEX_TOKEN."""
     hosts = allowed_hosts(host, extra_hosts or [])
     mcp = DeferredMCP(lambda: _build_mcp_app(docs, host, hosts), on_ready=on_mcp_ready)
 
@@ -223,10 +224,12 @@ def serve(
     settings: HttpSettings,
     model: Future[Embedder] | None = None,
     on_listening: Callable[[], None] | None = None,
+    model_environment: ModelEnvironment = UNCONFIGURED,
 ) -> int:
     """Run the server until interrupted. Returns the process exit code. `model`: the model
     already loading (query_model.start_loading), so that it overlaps the imports;
-    `on_listening`: called once the socket listens. Raises BindRefused for an address the
+    `on_listening`: called once the socket listens; `model_environment`: what the models
+    take from the environment (boot.open_docs). Raises BindRefused for an address the
     bind policy refuses (auth.check_bind)."""
     host, port, token = settings.host, settings.port, settings.token
     named = _named_tokens(data, bool(token) or settings.auth.oauth)
@@ -234,7 +237,7 @@ def serve(
     sock = bound_socket(host, port)  # a busy port is said now, before the index is read
     limits = with_fd_room(settings.limits)
     boot = Boot()
-    docs = open_docs(data, boot, model)
+    docs = open_docs(data, boot, model, model_environment)
     base = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     app = build_app(
         docs,
@@ -272,7 +275,7 @@ def _oauth_parts(auth: AuthSettings, data: DataDir) -> OAuthParts | None:
 
 def _named_tokens(data: DataDir, guarded: bool) -> NamedTokens | None:
     """The named tokens, when the server requires tokens anyway (`guarded`) or holds one
-    now: a server started with no credential at all stays open (tokens.py)."""
+    now: a server started with no credential at all stays open (named_tokens.py)."""
     named = NamedTokens(data.state)
     return named if guarded or named.any() else None
 

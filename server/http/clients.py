@@ -1,6 +1,6 @@
 """How MCP clients reach docdex: the configuration entries that docs/clients.md documents,
 `/clients.txt` serves and the search page's "Connect an agent" panel shows, made in one place
-so that they cannot drift (tests/http/test_clients.py checks the document against these and
+so that they cannot drift (tests/server/http/test_clients.py checks the document against these and
 connects with every entry it holds).
 
 Over streamable HTTP a client names the server's /mcp URL and, when the server has a token,

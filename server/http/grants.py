@@ -1,7 +1,8 @@
 """What a request's credential allows: its `Grant`, put in the ASGI scope by whichever check
-accepted the credential (auth.py's BearerAuth, oauth/guard.py's Guard) and read by the routes
-and /mcp. A grant names its scopes and the sources its caller may read; a request without
-one (a server with no credential configured) reads every source (limits.py's `limit_in`)."""
+accepted the credential (access.py's BearerAuth, oauth/protected_resource/guard.py's Guard)
+and read by the routes and /mcp. A grant names its scopes and the sources its caller may
+read; a request without one (a server with no credential configured) reads every source
+(answers/source_limits.py's `limit_in`)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ Verifier = Callable[[str], Awaitable["Grant | None"]]  # a bearer token -> its g
 
 
 class Grants(Protocol):
-    """Where a bearer token's grant is looked up (tokens.py's NamedTokens)."""
+    """Where a bearer token's grant is looked up (named_tokens.py's NamedTokens)."""
 
     def grant(self, token: str, resource_metadata: str = "") -> Grant | None: ...
 
@@ -66,7 +67,7 @@ def is_authorized(scope: Mapping[str, Any]) -> bool:
 
 def granted(scope: dict, grant: Grant) -> None:
     """Put `grant` in a request's (copied) ASGI scope, with what the answers read of it: its
-    source limit (limits.py's SCOPE_KEY) and whether it may reindex (reindex.py's)."""
+    source limit (source_limits.py's SCOPE_KEY) and whether it may reindex (reindex.py's)."""
     scope[GRANT] = grant
     scope[SCOPE_KEY] = grant.limit
     scope[REINDEX_KEY] = grant.allows(REINDEX_SCOPE)

@@ -1,8 +1,8 @@
 """Named static tokens: bearer tokens made by `docdex auth token NAME [--source S]...`, each
-limited to some sources or not, kept hashed in state/oauth.json (oauth/token_store.py) beside the
-OAuth clients. They work in every `--auth` mode, beside $DOCDEX_TOKEN (every source, every
-scope), and end with `docdex auth revoke NAME` at the server's next request (the store reads
-the file again when it changes).
+limited to some sources or not, kept hashed in state/oauth.json
+(oauth/authorization_server/token_store.py) beside the OAuth clients. They work in every
+`--auth` mode, beside $DOCDEX_TOKEN (every source, every scope), and end with `docdex auth
+revoke NAME` at the server's next request (the store reads the file again when it changes).
 
 A server requires tokens when $DOCDEX_TOKEN is set, OAuth is on, or the store holds a named
 token when it starts; one started with none of these answers everyone (on loopback), so a
@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .grants import Grant, Verifier, stored_grant
-from .oauth.token_store import STATIC_PREFIX, OAuthStore
+from .oauth.authorization_server.token_store import STATIC_PREFIX, OAuthStore
 
 
 class NamedTokens:

@@ -1,17 +1,17 @@
 """The plain HTTP routes beside /mcp.
 
-    /              the search page for a browser (webpage.py); for curl and scripts, what
+    /              the search page for a browser (search_page.py); for curl and scripts, what
                    this server is and each MCP client's configuration (= /clients.txt)
     /clients.txt   that text
     /health        status (health.py); with a token, only {"status": ...} without it
     /api/search    the same JSON as search_docs
     /api/sources   the same JSON as list_sources
-    /api/page      a page rendered for the search page (pageview.py)
+    /api/page      a page rendered for the search page (answers/page_views.py)
     /api/clients   the client configurations as JSON, for the page's "Connect an agent"
     /static/NAME   the page's script, stylesheet and icon
 
 /api answers 400 for bad arguments, 404 for a page the served version does not hold and 503
-while no version can be served; with a token it needs the token (auth.py), as /mcp does.
+while no version can be served; with a token it needs the token (access.py), as /mcp does.
 Every answer is the caller's (`Docs.for_caller` with its grant's sources, grants.py): a token
 limited to some sources gets those only, /health included.
 """

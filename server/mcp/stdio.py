@@ -26,6 +26,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import ErrorData, JSONRPCError, JSONRPCRequest, JSONRPCResponse
 
 from docdex.index_format.layout import DataDir
+from docdex.model.model_environment import UNCONFIGURED, ModelEnvironment
 from docdex.server.boot import Boot, open_docs
 
 from .envelope import Refusal, refusal
@@ -34,10 +35,14 @@ if TYPE_CHECKING:
     from docdex.model.protocol import TextEmbedder as Embedder
 
 
-def serve_stdio(data: DataDir, model: Future[Embedder] | None = None) -> int:
+def serve_stdio(
+    data: DataDir,
+    model: Future[Embedder] | None = None,
+    model_environment: ModelEnvironment = UNCONFIGURED,
+) -> int:
     """Answer MCP requests on stdin/stdout until the client closes them."""
     boot = Boot()
-    docs = open_docs(data, boot, model)
+    docs = open_docs(data, boot, model, model_environment)
     from .tools import build_mcp  # the SDK's import is the slowest part of a start
 
     mcp = build_mcp(docs)

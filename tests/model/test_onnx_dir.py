@@ -12,6 +12,7 @@ import pytest
 from docdex.index_format.model_tables import OnnxEmbedder
 from docdex.model.choice import embedder_identity, load_embedder
 from docdex.model.embedder import Embedder
+from docdex.model.model_environment import ModelEnvironment
 from docdex.model.onnx_dir import OnnxDirEmbedder, onnx_info
 from docdex.model.protocol import EmbedderUnavailable
 
@@ -33,7 +34,11 @@ def folder(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def onnx(folder: Path) -> OnnxDirEmbedder:
     model = load_embedder(
-        OnnxEmbedder(path=str(folder)), threads=2, window_tokens=250, window_overlap=40
+        OnnxEmbedder(path=str(folder)),
+        threads=2,
+        window_tokens=250,
+        window_overlap=40,
+        model_environment=ModelEnvironment(),
     )
     assert isinstance(model, OnnxDirEmbedder)
     return model
@@ -73,7 +78,8 @@ def test_identity_follows_files_and_options(folder: Path, tmp_path: Path) -> Non
         OnnxEmbedder(path=str(folder), query_prefix="query: "),
         OnnxEmbedder(path=str(folder), max_tokens=128),
     ]
-    ids = {embedder_identity(spec, 250, 40).id for spec in others}
+    unconfigured = ModelEnvironment()
+    ids = {embedder_identity(spec, 250, 40, model_environment=unconfigured).id for spec in others}
     assert len(ids) == len(others) and base.id not in ids
 
 

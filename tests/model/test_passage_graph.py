@@ -7,10 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from docdex.model import files, passagegraph
+from docdex.model import passagegraph
 from docdex.model.embedder import Embedder, package_session
 from docdex.model.files import weights_path
 from docdex.model.late_interaction import embed_with_tokens
+from docdex.model.model_environment import ModelEnvironment
 
 from paths import ROOT
 
@@ -32,9 +33,8 @@ def real_texts() -> list[str]:
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory) -> tuple[Embedder, Embedder]:
     """(passage graph, package graph) embedders over one tokenizer and model."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(files, "_cache_root", tmp_path_factory.mktemp("cache"))
-        fused = Embedder.load(threads=2)
+    cache = ModelEnvironment(tmp_path_factory.mktemp("cache"))
+    fused = Embedder.load(threads=2, model_environment=cache)
     session = package_session(weights_path(), fused.info.sha256, 2)
     return fused, Embedder(session, fused.tokenizer, fused.info, graph="float32")
 
@@ -65,22 +65,22 @@ def test_the_rewrite_fuses_every_layer() -> None:
 
 
 def test_the_cache_is_keyed_by_the_rewrite_and_rebuilt_when_damaged(tmp_path, monkeypatch):
-    monkeypatch.setattr(files, "_cache_root", tmp_path)
+    cache = ModelEnvironment(tmp_path)
     text = ["Configure the enrollment status page timeout in Intune."]
-    first = Embedder.load(threads=1)
+    first = Embedder.load(threads=1, model_environment=cache)
     [cached] = list((tmp_path / "onnx").glob("minilm-passage-*.onnx"))
     want = first.embed_texts(text)[0]
     cached.write_bytes(b"not an onnx model")
-    repaired = Embedder.load(threads=1)
+    repaired = Embedder.load(threads=1, model_environment=cache)
     assert repaired.graph == "passage" and cached.stat().st_size > 1_000_000
     assert float(repaired.embed_texts(text)[0][0] @ want[0]) > 0.99999
     monkeypatch.setattr(passagegraph, "REWRITE_VERSION", passagegraph.REWRITE_VERSION + 1)
-    Embedder.load(threads=1)
+    Embedder.load(threads=1, model_environment=cache)
     assert len(list((tmp_path / "onnx").glob("minilm-passage-*.onnx"))) == 2
 
 
 def test_without_the_passage_graph_passages_use_the_package_graph(pair, without_onnx, caplog):
-    fallback = Embedder.load(threads=1)
+    fallback = Embedder.load(threads=1, model_environment=without_onnx)
     assert fallback.graph == "float32"
     assert "passage graph unavailable" in caplog.text
     texts = real_texts()[:8]

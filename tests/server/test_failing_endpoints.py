@@ -19,7 +19,7 @@ from docdex.index_format.config import Config, Settings, SourceConfig, load_conf
 from docdex.index_format.layout import DataDir
 from docdex.index_format.model_tables import EndpointEmbedder, RerankEndpoint
 from docdex.index_format.store import load_current
-from docdex.indexer.run.run import index_sources
+from docdex.indexer.run.pipeline import index_sources
 from docdex.model.embedder import Embedder
 from docdex.model.endpoint import QUERY_COOLDOWN_S, QUERY_RETRIES, RemoteEmbedder
 from docdex.server.answers.source_limits import SourceLimit
@@ -79,7 +79,7 @@ def test_a_failing_rerank_endpoint_costs_one_retry_then_rests(
         assert top_ids(reranked, QUERIES[0]) == top_ids(fused, QUERIES[0])  # the fused order
         asked = len(server.requests)
         assert sleeps == [0.5] and asked == (2 if fault == "503" else 0)  # one retry
-        assert set(reranked.failing_models()) == {"reranker"}
+        assert set(reranked.models.failing()) == {"reranker"}
         clock.now += QUERY_COOLDOWN_S - 1
         for query in QUERIES:  # resting: answered at once, the endpoint not asked
             assert top_ids(reranked, query) == top_ids(fused, query)
@@ -88,7 +88,7 @@ def test_a_failing_rerank_endpoint_costs_one_retry_then_rests(
             server.behaviour.fail_always = 0
             clock.now += 2  # rested: asked again, and it answers
             top_ids(reranked, QUERIES[0])
-            assert len(server.requests) == asked + 1 and reranked.failing_models() == {}
+            assert len(server.requests) == asked + 1 and reranked.models.failing() == {}
     finally:
         fused.close()
 

@@ -10,7 +10,7 @@ import threading
 from docdex.index_format.config import Config, Settings, SourceConfig, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.model_tables import OnnxEmbedder
-from docdex.indexer.run.run import index_sources
+from docdex.indexer.run.pipeline import index_sources
 from docdex.serverproc import ServeProcess
 
 from exports import export_dir

@@ -14,7 +14,7 @@ import pytest
 from docdex.index_format.config import Config, Settings, SourceConfig
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import load_manifest, point_current, write_manifest
-from docdex.indexer.run.run import index_sources
+from docdex.indexer.run.pipeline import index_sources
 from docdex.server.boot import engine_loader
 from docdex.server.engine import DEFAULT_SETTINGS, EngineSettings
 from docdex.server.versions import NoVersion, VersionHolder
@@ -148,11 +148,14 @@ def test_a_cold_start_leaves_the_identifier_vocabulary_to_the_first_literal_quer
     data, first, second = data_copy
     load = engine_loader(data, embedder)
     cold, swapped = load(first), load(second)
-    assert not cold.derived().identifier_vocabulary and swapped.derived().identifier_vocabulary
+    assert (
+        not cold.index.derived().identifier_vocabulary
+        and swapped.index.derived().identifier_vocabulary
+    )
     cold.search("zebra crossing", 3)
-    assert not cold.derived().identifier_vocabulary
+    assert not cold.index.derived().identifier_vocabulary
     cold.search("gen1_marker", 3)
-    assert cold.derived().identifier_vocabulary
+    assert cold.index.derived().identifier_vocabulary
     cold.close()
     swapped.close()
 
@@ -166,12 +169,12 @@ def test_a_warmed_version_answers_after_gc_deletes_its_segment_files(
     data, _first, second = data_copy
     settings = EngineSettings(exact_dense_max_rows=exact_rows)  # 0: HNSW everywhere
     engine = engine_loader(data, embedder, settings)(second)
-    loaded = [s.graph_loaded for s in engine.segments()]
+    loaded = [s.graph_loaded for s in engine.index.segments()]
     assert loaded == [exact_rows == 0] * len(loaded)
     shutil.rmtree(data.segments)
     result = engine.search(QUERY, 5)
     assert result.results and all("gen2" in hit.text for hit in result.results)
-    assert [s.graph_loaded for s in engine.segments()] == loaded
+    assert [s.graph_loaded for s in engine.index.segments()] == loaded
     engine.close()
 
 

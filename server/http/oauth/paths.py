@@ -1,6 +1,6 @@
 """The OAuth paths, named without the MCP SDK (routes.py builds their handlers from it; the
 SDK's own constants for the authorization server's endpoints are the same, which
-tests/http/test_oauth_store.py checks)."""
+tests/server/http/test_oauth_store.py checks)."""
 
 from __future__ import annotations
 

@@ -6,12 +6,13 @@
     /authorize  /token  /register  /revoke        the SDK's handlers over DocdexProvider
     /oauth/consent                                the owner's page (consent.py)
 
-The SDK's `create_auth_routes` is the model; it is rebuilt here to pass the authenticator
-that checks hashed client secrets (authenticator.py) to /token and /revoke, and to put
-docdex's own handling where the SDK's falls short: /authorize's errors (authorize.py),
-/register's bounds (registration.py), /token's resource check and /revoke
-(token_endpoints.py). This module imports the SDK: setup.py builds these routes at their
-first request.
+The protected resource's metadata is every mode's; the rest is docdex's own authorization
+server (authorization_server/, whose modules the names here are). The SDK's
+`create_auth_routes` is the model; it is rebuilt here to pass the authenticator that checks
+hashed client secrets (authenticator.py) to /token and /revoke, and to put docdex's own
+handling where the SDK's falls short: /authorize's errors (authorize.py), /register's
+bounds (registration.py), /token's resource check and /revoke (token_endpoints.py). This
+module imports the SDK: setup.py builds these routes at their first request.
 """
 
 from __future__ import annotations
@@ -33,9 +34,12 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, request_response
 from starlette.types import ASGIApp
 
-from .authenticator import HashedSecretAuthenticator
-from .authorize import AuthorizationEndpoint
-from .consent import Consent
+from .authorization_server.authenticator import HashedSecretAuthenticator
+from .authorization_server.authorize import AuthorizationEndpoint
+from .authorization_server.consent import Consent
+from .authorization_server.provider import DocdexProvider
+from .authorization_server.registration import MAX_REGISTRATION_BYTES, RegistrationEndpoint
+from .authorization_server.token_endpoints import RevocationEndpoint, TokenEndpoint
 from .paths import (
     AUTHORIZATION_SERVER,
     AUTHORIZE,
@@ -45,10 +49,7 @@ from .paths import (
     REVOKE,
     TOKEN,
 )
-from .provider import DocdexProvider
-from .registration import MAX_REGISTRATION_BYTES, RegistrationEndpoint
 from .settings import ALL_SCOPES, READ_SCOPE, AuthSettings
-from .token_endpoints import RevocationEndpoint, TokenEndpoint
 
 MAX_FORM_BYTES = 64 * 1024
 _URL = TypeAdapter(AnyHttpUrl, config=ConfigDict(url_preserve_empty_path=True))

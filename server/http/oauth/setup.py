@@ -4,7 +4,7 @@ open without a token.
     --auth oauth   the protected resource metadata, docdex's authorization server and its
                    consent page; tokens checked against the store
     --auth jwt     the protected resource metadata naming the provider; JWTs checked
-                   against its JWKS (jwks.py)
+                   against its JWKS (protected_resource/jwks.py)
 
 The routes' handlers come from the MCP SDK, whose import costs more CPU than the rest of
 start-up (adr/0008, adr/0011): they are built in a thread at the first request to one of
@@ -28,13 +28,13 @@ from starlette.types import Receive, Scope, Send
 from docdex.server.http.grants import Grant, Verifier, stored_grant
 from docdex.server.mcp.deferred import SDK_IMPORT
 
-from .jwks import JwksVerifier
+from .authorization_server.token_store import Clock, OAuthStore
 from .paths import AS_PATHS, PROTECTED_RESOURCE_PATHS, resource_metadata_url
+from .protected_resource.jwks import JwksVerifier
 from .settings import AuthMode, AuthSettings, same_resource
-from .token_store import Clock, OAuthStore
 
 if TYPE_CHECKING:  # at run time the provider loads with the routes
-    from .provider import Lifetimes
+    from .authorization_server.provider import Lifetimes
 
 
 class OAuthParts(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,8 +105,8 @@ def _server_routes(
     lifetimes: Lifetimes | None,
     sources: Callable[[], list[str]],
 ) -> list[BaseRoute]:
-    from .consent import Consent
-    from .provider import LIFETIMES, DocdexProvider
+    from .authorization_server.consent import Consent
+    from .authorization_server.provider import LIFETIMES, DocdexProvider
     from .routes import authorization_server_routes, protected_resource_routes
 
     provider = DocdexProvider(store, settings, lifetimes or LIFETIMES, clock)

@@ -1,6 +1,7 @@
 // The docdex search page: one ES module, no dependencies, no build step (docs/adr/0016).
 // Text from the documents only ever reaches the page as text nodes; the page view's HTML is
-// rendered by the server (server/render.py) and passed through an allowlist here as well.
+// rendered by the server (server/rendering/renderer.py) and passed through an allowlist here
+// as well.
 
 const $ = (id) => document.getElementById(id);
 const TOKEN = "docdex-token";
@@ -16,7 +17,7 @@ const TITLES = { search: "Search", status: "Status", connect: "Connect an agent"
 const STOP = new Set(
   "a an and are as at be by do does for from how i in is it my of on or the this to what when where which why with".split(" "),
 );
-// What the page view may hold: the elements and attributes server/answers/render.py and
+// What the page view may hold: the elements and attributes server/rendering/renderer.py and
 // dialects.py write.
 const TAGS = new Set(
   "A B BLOCKQUOTE BR CODE DEL DETAILS DIV EM H1 H2 H3 H4 H5 H6 HR I LI OL P PRE S SPAN STRONG SUMMARY TABLE TBODY TD TH THEAD TR UL".split(" "),
@@ -505,7 +506,7 @@ function permalink(url) {
 }
 
 // The server's HTML, parsed inside a <template> (inert: nothing in it runs or loads), with
-// anything render.py would not write taken out.
+// anything renderer.py would not write taken out.
 function inert(html) {
   const template = document.createElement("template");
   template.innerHTML = html;
