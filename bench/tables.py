@@ -120,6 +120,7 @@ ROWS = {  # bench (or prefix) -> the figures that get a column each in its row p
     FAULTS: ("times", "lost"),  # bench/faults/rows.py: as_figures
     "gauntlet": ("crashes", "problems", "pages", "served exactly", "residue"),
     "embed-graphs": ("tokens/s", "x today's graph (median of rounds)", "share of float32 FMA peak"),
+    "embed-peak": ("windows/s", "GFLOP/s", "share of FMA peak", "share of sgemm", "padding"),
 }
 
 

@@ -16,10 +16,19 @@ from docdex.index_format.records import (
     PageRecord,
     SourceState,
 )
+from docdex.index_format.ref_names import base_of, entries_of, resolve_ref
+from docdex.index_format.run_progress import (
+    READING,
+    embedding_sentence,
+    read_progress,
+    reading_sentence,
+    waiting_chunks,
+)
 from docdex.index_format.store import (
     current_version,
     directory_bytes,
     list_versions,
+    load_current,
     load_manifest,
     load_pages,
     load_segment,
@@ -35,6 +44,7 @@ class VersionInfo(msgspec.Struct):
     chunks: int
     vectors: int
     bytes: int
+    waiting: int = 0  # chunks without vectors yet (published keywords first)
 
 
 class VersionDetails(msgspec.Struct):
@@ -81,6 +91,19 @@ def version_details(data: DataDir) -> list[VersionDetails]:
     return out
 
 
+def indexing(data: DataDir) -> str:
+    """What a run is doing now, in a sentence ("" when no run is): the pages it reads, or
+    how far the current version's waiting chunks are embedded."""
+    progress = read_progress(data)
+    if progress is not None and progress.phase == READING:
+        return reading_sentence(progress)
+    manifest = load_current(data)
+    waiting = waiting_chunks(manifest)
+    if manifest is None or not waiting:
+        return ""
+    return embedding_sentence(waiting, manifest.chunks, progress)
+
+
 def _version_info(data: DataDir, manifest: Manifest, is_current: bool) -> VersionInfo:
     text_bytes = directory_bytes(data.text_index(manifest.text_index))
     return VersionInfo(
@@ -91,8 +114,21 @@ def _version_info(data: DataDir, manifest: Manifest, is_current: bool) -> Versio
         segments=len(manifest.segments),
         chunks=manifest.chunks,
         vectors=manifest.windows,
+        waiting=waiting_chunks(manifest),
         bytes=text_bytes + sum(s.bytes for s in manifest.segments),
     )
+
+
+def _entry_at(manifest: Manifest, key: str, ref: str) -> str:
+    """The entry of the indexed source `key` belongs to, at `ref` ("": `key` itself)."""
+    if not ref:
+        return key
+    base = base_of(key, manifest.sources[key])
+    found = resolve_ref(manifest.sources, base, ref)
+    if found is None:
+        known = ", ".join(name or "(default)" for name in entries_of(manifest.sources, base))
+        raise NotFound(f"source {base!r} does not index ref {ref!r}; its refs: {known}")
+    return found
 
 
 def current_manifest(data: DataDir) -> Manifest:
@@ -103,21 +139,27 @@ def current_manifest(data: DataDir) -> Manifest:
     return load_manifest(data, version)
 
 
-def source(data: DataDir, name: str) -> SourceDetails:
-    """A source's state, page paths and file problems in the current version."""
+def source(data: DataDir, name: str, ref: str = "") -> SourceDetails:
+    """A source's state, page paths and file problems in the current version (at `ref`:
+    the entry of that branch or tag)."""
     manifest = current_manifest(data)
     state = manifest.sources.get(name)
     if state is None:
         known = ", ".join(sorted(manifest.sources)) or "none"
         raise NotFound(f"source {name!r} is not in the index (indexed sources: {known})")
+    state = manifest.sources[_entry_at(manifest, name, ref)]
     pages = load_pages(data, state.pages_file)
     return SourceDetails(state=state, pages=[p.path for p in pages], problems=state.problems)
 
 
-def document(data: DataDir, doc_id: str) -> DocInfo:
-    """A page (`SOURCE:PATH`) of the current version and a summary of each of its chunks."""
+def document(data: DataDir, doc_id: str, ref: str = "") -> DocInfo:
+    """A page (`SOURCE:PATH`, at `ref` when given) of the current version and a summary of
+    each of its chunks."""
     manifest = current_manifest(data)
     name, _, path = doc_id.partition(":")
+    if ref and name in manifest.sources:
+        name = _entry_at(manifest, name, ref)
+        doc_id = f"{name}:{path}"
     state = manifest.sources.get(name)
     page = None
     if state is not None:
@@ -129,10 +171,11 @@ def document(data: DataDir, doc_id: str) -> DocInfo:
         )
     segments: dict[str, Sequence[ChunkRecord]] = {}
     chunks = []
-    for ref in page.chunks:
-        if ref.segment not in segments:
-            segments[ref.segment] = load_segment(data, ref.segment, manifest.embedder.dim).chunks
-        chunk = segments[ref.segment][ref.index]
+    for located in page.chunks:
+        if located.segment not in segments:
+            segment = load_segment(data, located.segment, manifest.embedder.dim)
+            segments[located.segment] = segment.chunks
+        chunk = segments[located.segment][located.index]
         chunks.append(
             ChunkInfo(
                 chunk_id=chunk.chunk_id,

@@ -4,9 +4,14 @@
 #
 # For each pushed branch or tag a docdex source tracks it files a request in the data
 # directory's queue, makes sure a worker runs, and returns at once: the push never waits for
-# indexing and never fails because of docdex. Plain sh and no Python on the push's path, so it costs a few
-# milliseconds (docs/adr/0005-hook-and-worker.md). An earlier hook, if any, was kept as
-# post-receive.docdex-chained: it runs first, with the same input, and its exit status is ours.
+# indexing and never fails because of docdex. Plain sh and no Python on the push's path, so it
+# costs a few milliseconds (docs/adr/0005-hook-and-worker.md). Every push gets one line
+# saying what docdex did: what it queued, or why it queued nothing. A repository's first push
+# is the one exception to "no Python": a source whose branch the repository lacks takes the
+# first branch pushed (HEAD is pointed at it, as a forge does for a new repository; a source
+# with a branch of its own is changed by `docdex source set`, which writes this hook again).
+# An earlier hook, if any, was kept as post-receive.docdex-chained: it runs first, with the
+# same input, and its exit status is ours.
 
 DOCDEX_PYTHON=@PYTHON@
 DOCDEX_DATA=@DATA@
@@ -64,12 +69,16 @@ docdex_file() { # source ref commit
         mv -f "$queue/.tmp-$id" "$queue/$id.json"
 }
 
+docdex_leave_git() { # in a subshell: what docdex runs is no part of the pushed repository
+    unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_OBJECT_DIRECTORY \
+        GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_QUARANTINE_PATH GIT_PUSH_OPTION_COUNT
+    cd /
+}
+
 docdex_spawn_worker() {
     log="$DOCDEX_DATA/state/worker.log"
     (
-        unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_OBJECT_DIRECTORY \
-            GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_QUARANTINE_PATH GIT_PUSH_OPTION_COUNT
-        cd / || exit 0
+        docdex_leave_git || exit 0
         set -- -I -m docdex.cli --data "$DOCDEX_DATA" worker --detach \
             --idle-exit "$DOCDEX_IDLE_EXIT"
         if command -v setsid >/dev/null 2>&1; then
@@ -77,6 +86,109 @@ docdex_spawn_worker() {
         fi
         exec "$DOCDEX_PYTHON" "$@"
     ) </dev/null >>"$log" 2>&1 &
+}
+
+# --- a repository's first push -----------------------------------------------------------
+
+docdex_first_push() { # sources whose branch the repository lacks take the first one pushed
+    first="" created=" "
+    while read -r old new ref; do
+        case "$ref" in refs/heads/*) ;; *) continue ;; esac
+        case "$old" in *[!0]*) continue ;; esac # the branch was there before this push
+        case "$new" in *[!0]*) ;; *) continue ;; esac
+        created="$created${ref#refs/heads/} "
+        [ -n "$first" ] || first=${ref#refs/heads/}
+    done <<EOF
+$input
+EOF
+    [ -n "$first" ] || return 0 # no new branch (an ordinary push): nothing more to look at
+    lacking=""
+    for entry in $DOCDEX_SOURCES; do
+        case "$entry" in *=*) ;; *) continue ;; esac
+        branch=${entry#*=}
+        branch=${branch#refs/heads/}
+        [ -n "$branch" ] || branch=$head_branch
+        case "$created" in *" $branch "*) continue ;; esac
+        [ -n "$branch" ] && [ -f "refs/heads/$branch" ] && continue # loose: no git to ask
+        git rev-parse -q --verify "refs/heads/$branch" >/dev/null 2>&1 && continue
+        lacking="$lacking $entry"
+    done
+    [ -n "$lacking" ] || return 0
+    for existing in $(git for-each-ref --format='%(refname)' refs/heads/); do
+        case "$created" in *" ${existing#refs/heads/} "*) ;; *) return 0 ;; esac # not the first
+    done
+    for entry in $lacking; do
+        docdex_take_first "${entry%%=*}" "${entry#*=}"
+    done
+}
+
+docdex_take_first() { # source value ("" or refs/heads/BRANCH): it indexes $first from now on
+    if [ -z "$2" ]; then
+        case "$adopted" in *" HEAD "*) return ;; esac
+        was=$head_branch
+        git symbolic-ref HEAD "refs/heads/$first" || return
+        head_branch=$first adopted="$adopted HEAD "
+        notes="$notes; HEAD named $was, a branch nobody pushed: it names $first now"
+        return
+    fi
+    if docdex_set_branch "$1" "$first"; then
+        sources=""
+        for entry in $DOCDEX_SOURCES; do
+            [ "$entry" = "$1=$2" ] && entry="$1=refs/heads/$first"
+            sources="$sources${sources:+ }$entry"
+        done
+        DOCDEX_SOURCES=$sources
+        notes="$notes; $1 indexed ${2#refs/heads/}, a branch this repository lacks: it indexes"
+        notes="$notes $first now (docdex.toml changed)"
+    elif [ -x "$DOCDEX_PYTHON" ]; then
+        notes="$notes; docdex could not switch $1 to $first ($DOCDEX_DATA/state/worker.log says why)"
+    else
+        notes="$notes; docdex could not switch $1 to $first: $DOCDEX_PYTHON is gone"
+    fi
+}
+
+docdex_set_branch() { # source branch, by `docdex source set` (which rewrites this hook too)
+    [ -x "$DOCDEX_PYTHON" ] || return 1
+    (
+        docdex_leave_git || exit 1
+        exec "$DOCDEX_PYTHON" -I -m docdex.cli --data "$DOCDEX_DATA" source set "$1" \
+            --branch="$2" # one word, even for a branch whose name starts with a dash
+    ) </dev/null >>"$DOCDEX_DATA/state/worker.log" 2>&1
+}
+
+# --- a push no source indexes ------------------------------------------------------------
+
+docdex_indexes() { # what each source indexes
+    said=""
+    for entry in $DOCDEX_SOURCES; do
+        case "$entry" in
+        *=*)
+            branch=${entry#*=}
+            branch=${branch#refs/heads/}
+            [ -n "$branch" ] || branch="$head_branch (HEAD's branch)"
+            said="$said${said:+, }${entry%%=*} indexes $branch"
+            ;;
+        *) said="$said + refs ${entry#*:}" ;;
+        esac
+    done
+    [ -n "$said" ] || said="no docdex source tracks this repository any more"
+    printf '%s' "$said"
+}
+
+docdex_not_indexed() { # the line for a push none of the sources matched
+    first_source=${DOCDEX_SOURCES%%[=:]*}
+    if [ -z "$first_source" ]; then
+        hint=" (\`docdex hook uninstall $(pwd)\` removes this hook)"
+    elif [ -n "$missed_branch" ]; then
+        hint="; run \`docdex source set $first_source --branch $missed_branch\` to index it instead"
+    elif [ -n "$missed_tag" ]; then
+        hint="; tags are indexed by a source's refs patterns (\`docdex source set $first_source --ref PATTERN\`)"
+    else
+        hint=""
+    fi
+    verb=is
+    case "$missed" in *,*) verb=are ;; esac
+    docdex_say "$missed $verb not indexed here: $(docdex_indexes)$hint$notes"
 }
 
 docdex_main() {
@@ -88,9 +200,10 @@ docdex_main() {
     queue="$DOCDEX_DATA/state/queue"
     [ -d "$queue" ] || mkdir -p "$queue" || return
     docdex_n=0
-    filed=""
+    filed="" missed="" missed_branch="" missed_tag="" notes="" adopted=" "
     head_branch=$(docdex_head_branch)
     set -f # patterns are matched, never expanded against the repository's files
+    docdex_first_push
     while read -r old new ref; do
         case "$ref" in
         refs/heads/*) kind=heads what=branch ;;
@@ -111,13 +224,22 @@ docdex_main() {
             *) filed="$filed $name($what $short deleted)" ;;
             esac
         done
+        [ "$done_for" = " " ] || continue
+        docdex_missed
     done <<EOF
 $input
 EOF
-    [ -n "$filed" ] || return
+    if [ -z "$filed" ]; then
+        if [ -n "$missed" ]; then
+            docdex_not_indexed
+        else
+            docdex_say "nothing to index: this push changed no branch or tag$notes"
+        fi
+        return
+    fi
     if [ ! -x "$DOCDEX_PYTHON" ]; then
         docdex_say "queued$filed, but cannot start the indexer: $DOCDEX_PYTHON is gone" \
-            "(venv moved?); run \`docdex hook install\` again"
+            "(venv moved?); run \`docdex hook install\` again$notes"
         return
     fi
     # flock(1) tells us whether a worker holds its lock (exit 75); where it is missing or
@@ -128,7 +250,21 @@ EOF
         [ $? -ne 75 ] || busy=1
     fi
     [ "$busy" = 1 ] || docdex_spawn_worker
-    docdex_say "queued for indexing:$filed"
+    docdex_say "queued for indexing:$filed$notes"
+}
+
+docdex_missed() { # the pushed $what $short that no source selects
+    case "$new" in
+    *[!0]*)
+        missed="$missed${missed:+, }$what $short"
+        if [ "$kind" = heads ]; then
+            [ -n "$missed_branch" ] || missed_branch=$short
+        else
+            [ -n "$missed_tag" ] || missed_tag=$short
+        fi
+        ;;
+    *) missed="$missed${missed:+, }$what $short (deleted)" ;;
+    esac
 }
 
 docdex_main

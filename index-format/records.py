@@ -14,7 +14,9 @@ import msgspec
 from .model_tables import EmbedderSpec
 
 FORMAT_MAJOR = 1
-FORMAT_MINOR = 2  # the newest minor this code reads and writes (1: token vectors, 2: checksums)
+# the newest minor this code reads and writes (1: token vectors, 2: checksums, 3: segments
+# whose chunks have text but no vectors yet)
+FORMAT_MINOR = 3
 
 # Defaults of the embedding windows (docdex.toml can change them; the chunker's are below).
 WINDOW_TOKENS = 250  # an embedding window's content tokens
@@ -33,6 +35,18 @@ def chunk_id(doc_id: str, number: int) -> str:
     return f"{doc_id}#chunk{number}"
 
 
+class Inclusion(msgspec.Struct, frozen=True, gc=False):
+    """What an include line of a chunk stands for in the text a hit shows: the included
+    file's text (the lines it selects, bounded), or nothing for a line of the include syntax
+    that names no file (`--8<--` opening a block). The chunk's `text` keeps the line."""
+
+    line: int  # the page's line that names it (1-based)
+    path: str  # the repository path read ("" for a line that shows nothing)
+    text: str = ""
+    code: str = ""  # the language to fence it in ("" = shown as it is)
+    more: int = 0  # lines of what it selects left out of `text` past the bound
+
+
 class Chunk(msgspec.Struct, frozen=True):
     """One retrievable piece of a page: a section, or part of a long one."""
 
@@ -41,6 +55,7 @@ class Chunk(msgspec.Struct, frozen=True):
     embed_text: str  # cleaned text (markup noise removed), embedded after the breadcrumb
     start_line: int  # 1-based, inclusive, in the file as stored in git
     end_line: int
+    includes: list[Inclusion] = []  # what its include lines stand for, in line order
 
 
 class ParsedPage(msgspec.Struct, frozen=True):
@@ -60,7 +75,8 @@ class ParsedPage(msgspec.Struct, frozen=True):
 MAX_CHUNK_BUDGETS = 4
 # The chunking rules of this code. Raise it when a change to the chunker must re-chunk
 # indexes built before it: a run re-reads every file when its manifest records other rules.
-CHUNKER_RULES = 4  # 3: MDX, front matter, includes (adr/0018); 4: every line kept
+# 3: MDX, front matter, includes (adr/0018); 4: every line kept; 5: what includes show
+CHUNKER_RULES = 5
 
 
 class ChunkerSettings(msgspec.Struct, frozen=True):
@@ -113,6 +129,7 @@ class ChunkRecord(msgspec.Struct, frozen=True, gc=False):
     content_hash: str  # hash of the embedded input; equal hash means reusable vectors
     window_start: int  # first row of this chunk's windows in vectors.npy
     window_count: int
+    includes: list[Inclusion] = []  # chunker rules 5 on ([] before: nothing included shown)
 
 
 class ChunkLocation(msgspec.Struct, frozen=True, array_like=True, gc=False):
@@ -129,6 +146,12 @@ class ChunkRef(ChunkLocation, frozen=True, array_like=True):
     window_start: int
     window_count: int
     content_hash: str
+
+    @property
+    def has_vectors(self) -> bool:
+        """Whether the chunk's vectors exist (a chunk of a keywords-only segment has none
+        yet): only such a chunk lends them to another by content hash."""
+        return self.window_count > 0
 
 
 class FileProblem(msgspec.Struct, frozen=True):
@@ -237,6 +260,9 @@ class SegmentRef(msgspec.Struct, frozen=True):
     tombstones: list[int] = []  # chunk indexes no longer live in this version
     files: list[FileSum] = []  # every file of the segment ([]: written before format 1.2)
     model: str = ""  # the EmbedderInfo.id its vectors were made with ("" = the manifest's)
+    # Its chunks have text but no vectors yet (format 1.3, FORMAT.md "Keywords first"): no
+    # window rows, and embed.msgpack holds what each chunk's vectors will be made from.
+    keywords_only: bool = False
 
 
 class SourceState(msgspec.Struct, frozen=True):

@@ -15,6 +15,8 @@ import fnmatch
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
+from docdex.errors import NotFound
+
 from .config import DOC_SOURCE, MAX_REF_CHARS, REF_NAME
 from .records import SourceState
 
@@ -102,20 +104,37 @@ def entries_of(sources: Mapping[str, SourceState], source: str) -> dict[str, str
 
 
 def resolve_ref(sources: Mapping[str, SourceState], source: str, ref: str) -> str | None:
-    """The manifest key for a `ref` argument: "" (or the default ref's name) is the source's
-    own entry; a branch or tag name, short or refs/heads/..., refs/tags/..., is its entry
+    """The manifest key for a `ref` argument, named any way docdex names it: "" (or the
+    default ref's name, or the source's own) is the source's own entry; a branch or tag
+    name, short or refs/heads/..., refs/tags/..., or the entry's "source@ref", is its entry
     "source@ref". A full name keeps its kind (`refs/tags/v2` is never the branch v2; a
     branch may be named `refs/tags/v1`, whose full name is `refs/heads/refs/tags/v1`). None
-    when the source does not index that ref."""
+    when the source does not index that ref (another source's "other@ref" included)."""
     if ref == "":
         return source if source in sources else None
+    named, separator, short = ref.partition(SEPARATOR)
+    if separator:  # no ref name holds '@' (config.py): the entry's name
+        return resolve_ref(sources, source, short) if named == source and short else None
     kind, name = _kind_and_name(ref)
     if kind is None:
-        return entries_of(sources, source).get(name)
+        found = entries_of(sources, source).get(name)
+        return found or (resolve_ref(sources, source, "") if name == source else None)
     for key, state in sources.items():
         if base_of(key, state) == source and (state.ref_kind, state.ref) == (kind, name):
             return key
     return None
+
+
+class UnknownRef(NotFound):
+    """A ref no source indexes. Its sentence ends with where the caller sees the refs: the
+    MCP tool by default; an entry point that has its own way says so (`pointing_to`)."""
+
+    def __init__(self, fact: str, where: str = "list_sources shows each source's refs") -> None:
+        super().__init__(f"{fact}; {where}")
+        self.fact = fact
+
+    def pointing_to(self, where: str) -> UnknownRef:
+        return UnknownRef(self.fact, where)
 
 
 def _kind_and_name(ref: str) -> tuple[RefKind | None, str]:

@@ -56,6 +56,9 @@ CHUNKS_FILE = "chunks.msgpack"
 VECTORS_FILE = "vectors.npy"
 OWNERS_FILE = "owners.npy"
 HNSW_FILE = "hnsw.bin"
+EMBED_INPUTS_FILE = "embed.msgpack"  # a keywords-only segment's texts to embed (format 1.3)
+
+_embed_inputs_decoder = msgspec.msgpack.Decoder(list[str])
 
 
 # --- versions ------------------------------------------------------------------------------
@@ -305,6 +308,21 @@ def write_segment_files(
     (path / CHUNKS_FILE).write_bytes(_encoder.encode(chunks))
     np.save(path / VECTORS_FILE, vectors.astype(np.float16, copy=False))
     np.save(path / OWNERS_FILE, owners.astype(np.int32, copy=False))
+
+
+def write_embed_inputs(path: Path, inputs: Sequence[str]) -> None:
+    """A keywords-only segment's embed inputs, one per chunk in segment order."""
+    (path / EMBED_INPUTS_FILE).write_bytes(_encoder.encode(list(inputs)))
+
+
+def load_embed_inputs(path: Path) -> list[str]:
+    """What each chunk of the keywords-only segment at `path` is to be embedded from."""
+    try:
+        return _embed_inputs_decoder.decode((path / EMBED_INPUTS_FILE).read_bytes())
+    except FileNotFoundError:
+        raise IndexFormatError(f"keywords-only segment {path} has no {EMBED_INPUTS_FILE}") from None
+    except msgspec.DecodeError as exc:
+        raise DamagedIndex(f"{path / EMBED_INPUTS_FILE} is corrupt: {exc}") from None
 
 
 def directory_bytes(path: Path) -> int:

@@ -29,12 +29,14 @@ from .layout import DataDir, IndexFormatError, version_name
 from .records import FileSum, Manifest, SegmentRef, ServedPage
 from .store import (
     CHUNKS_FILE,
+    EMBED_INPUTS_FILE,
     HNSW_FILE,
     OWNERS_FILE,
     VECTORS_FILE,
     ChunkTable,
     file_sha256,
     list_versions,
+    load_embed_inputs,
     load_manifest,
     load_pages,
     manifest_intact,
@@ -291,6 +293,8 @@ def _segment(data: DataDir, ref: SegmentRef, dim: int, damaged: set[str]) -> Ite
         (OWNERS_FILE, lambda: _owners(folder / OWNERS_FILE, ref)),
         (HNSW_FILE, lambda: _hnsw(folder / HNSW_FILE, dim, ref.windows)),
     ]
+    if ref.keywords_only:
+        checks.append((EMBED_INPUTS_FILE, lambda: _embed_inputs(folder, ref)))
     tokens = [name for name in TOKEN_FILES if (folder / name).is_file()]
     if tokens:
         checks.append((TOKOFFSETS_FILE, lambda: _tokens(folder, ref, dim, tokens)))
@@ -334,6 +338,16 @@ def _chunk_records(folder: Path, ref: SegmentRef) -> tuple[str, str] | None:
         row += chunk.window_count
     if row != ref.windows:
         return "shape", f"its chunks own {row} windows, the manifest says {ref.windows}"
+    return None
+
+
+def _embed_inputs(folder: Path, ref: SegmentRef) -> tuple[str, str] | None:
+    """A keywords-only segment: no windows, and one text to embed per chunk."""
+    if ref.windows:
+        return "shape", f"a keywords-only segment with {ref.windows} windows"
+    inputs = load_embed_inputs(folder)
+    if len(inputs) != ref.chunks:
+        return "count", f"it holds {len(inputs)} texts to embed, the manifest says {ref.chunks}"
     return None
 
 

@@ -2,7 +2,9 @@
 server, vLLM, text-embeddings-inference, LM Studio), over the standard library's urllib.
 
 A text is cut into windows of about `window_chars` characters at whitespace (the server
-knows the tokens, we do not), each led by the passage prefix and sent `batch` at a time.
+knows the tokens, we do not), each led by the passage prefix and sent `batch` at a time,
+with the passage `input_type` when the table names one (a server that picks the prefix
+itself: queries go with the query type).
 A 429, a 5xx, a refused or lost connection and a request past `timeout_s` are retried with
 exponential backoff (a Retry-After the server gives is honoured, up to a bound); what is
 still failing after `retries` retries, and any other answer, is one `EmbedderUnavailable`
@@ -12,8 +14,9 @@ from every sentence (an error body quoted in one may echo it). An answer is read
 bound that follows from what was asked, and its vectors must be finite and not zero.
 
 Its identity (`endpoint_info`) is the model's name and a digest of every option that
-changes a vector (prefixes, windows, dimensions, `revision`), not the URL: moving the
-server keeps the vectors, and a changed model behind the same name needs a new `revision`.
+changes a vector (prefixes, input types, windows, dimensions, `revision`), not the URL:
+moving the server keeps the vectors, and a changed model behind the same name needs a new
+`revision`.
 """
 
 from __future__ import annotations
@@ -91,7 +94,7 @@ def endpoint_info(
     """The endpoint's identity; the dimension is `known`'s when it has the same identity (a
     version made with it recorded it), else `spec.dimensions`, else learned from the
     answer to one probe request."""
-    options = [
+    options: list[object] = [
         spec.model,
         spec.passage_prefix,
         spec.query_prefix,
@@ -99,6 +102,8 @@ def endpoint_info(
         spec.dimensions,
         spec.revision,
     ]
+    if spec.query_input_type or spec.passage_input_type:  # a table without them keeps its id
+        options += [spec.query_input_type, spec.passage_input_type]
     digest = hashlib.sha256(json.dumps(options).encode()).hexdigest()
     identity = f"openai:{spec.model}:{digest[:12]}"
     dim = known.dim if known is not None and known.id == identity else 0
@@ -112,7 +117,7 @@ def endpoint_info(
     )
     if not info.dim:
         probe = RemoteEmbedder(info, spec, sleep=sleep, environ=environ).request(
-            [spec.passage_prefix + PROBE_TEXT]
+            [spec.passage_prefix + PROBE_TEXT], spec.passage_input_type
         )
         info = EmbedderInfo(info.id, probe.shape[1], digest, window_tokens, window_overlap, spec)
     return info
@@ -161,20 +166,22 @@ class RemoteEmbedder:
         out = np.empty((len(windows), self.info.dim), dtype=np.float32)
         for start in range(0, len(windows), self.spec.batch):
             batch = windows[start : start + self.spec.batch]
-            out[start : start + len(batch)] = self.request(batch)
+            out[start : start + len(batch)] = self.request(batch, self.spec.passage_input_type)
             if progress is not None:
                 progress(len(batch))
         return out, np.asarray(owners, dtype=np.int32)
 
     def embed_query(self, text: str) -> np.ndarray:
         first = char_windows(text, self.spec.window_chars, 0)[0]
-        return self.request([self.spec.query_prefix + first or " "])[0]
+        return self.request([self.spec.query_prefix + first or " "], self.spec.query_input_type)[0]
 
-    def request(self, inputs: list[str]) -> np.ndarray:
-        """(len(inputs), dim) unit vectors, in input order."""
+    def request(self, inputs: list[str], input_type: str = "") -> np.ndarray:
+        """(len(inputs), dim) unit vectors, in input order; `input_type` is sent when given."""
         body: dict[str, Any] = {"model": self.spec.model, "input": inputs}
         if self.spec.dimensions:
             body["dimensions"] = self.spec.dimensions
+        if input_type:
+            body["input_type"] = input_type
         asked = Asked(len(inputs), self.info.dim or UNKNOWN_DIMENSIONS)
 
         def ask() -> np.ndarray:

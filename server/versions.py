@@ -126,6 +126,9 @@ class VersionHolder(Generic[S]):
         self._hashed: frozenset[NamedFile] = frozenset()  # checked files of the served version
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._on_swap: list[Callable[[S | None, S], None]] = []
+        # what is being done about there being nothing to serve ("" = nothing): a first index
+        self.explain_absence: Callable[[], str] = lambda: ""
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -135,7 +138,8 @@ class VersionHolder(Generic[S]):
         with self._lock:
             entry = self._entry
             if entry is None:
-                raise NoVersion(self._error or "no index version is loaded")
+                under_way = self.explain_absence()
+                raise NoVersion(under_way or self._error or "no index version is loaded")
             entry.leases += 1
         try:
             yield entry.snapshot
@@ -172,6 +176,11 @@ class VersionHolder(Generic[S]):
 
     # --- changing --------------------------------------------------------------------------
 
+    def on_swap(self, listener: Callable[[S | None, S], None]) -> None:
+        """Call `listener(old, new)` at each swap, in the swapping thread, while the old
+        version is still open (None: nothing was served before)."""
+        self._on_swap.append(listener)
+
     def swap(self, snapshot: S, load_ms: float = 0.0) -> None:
         """Serve `snapshot` from now on; the old version closes once no search holds it."""
         new: _Entry[S] = _Entry(snapshot, load_ms)
@@ -182,6 +191,11 @@ class VersionHolder(Generic[S]):
             close_now = old is not None and self._retire(old)
         previous = f" (was {old.snapshot.version})" if old else ""
         log.info("serving version %d%s, loaded in %.0f ms", snapshot.version, previous, load_ms)
+        for listener in self._on_swap:
+            try:
+                listener(old.snapshot if old else None, snapshot)
+            except Exception:  # noqa: BLE001 - a listener must not stop the swap
+                log.exception("a listener of version swaps failed")
         if close_now and old is not None:
             self._close(old, "no search holds it")
 

@@ -42,10 +42,14 @@ BENCHMARKS: dict[str, Callable[[], list[Figure]]] = {
     "refs": _lazy("refs", "bench_refs"),
     "changes": _lazy("changes", "bench_changes"),
     "embed-graphs": _lazy("embed_graphs", "bench_embed_graphs"),
+    "embed-peak": _lazy("embed_peak", "bench_embed_peak"),
     "scale": _lazy("scale", "bench_scale"),
     "scale-quick": _lazy("scale", "bench_scale_quick"),
     "replicas": _lazy("replicas", "bench_replicas"),
     "gauntlet": _lazy("gauntlet", "bench_gauntlet"),
+    "first-search": _lazy("first_search", "bench_first_search"),
+    "first-search-quick": _lazy("first_search", "bench_first_search_quick"),
+    "first-search-powershell": _lazy("first_search", "bench_first_keywords_powershell"),
 }
 RATIO = "index-ratio"  # the replays' ratio, kept when both ran: its reference is in the run
 SETS = {
@@ -65,6 +69,7 @@ SETS = {
         "replicas",
         "scale",
         "embed-graphs",
+        "embed-peak",
     ],
 }
 

@@ -71,7 +71,7 @@ LISTINGS: dict[str, tuple[str, dict[str, int]]] = {  # label -> (tool, arguments
 class Answer(msgspec.Struct, frozen=True):
     """One tool call as the client saw it."""
 
-    chars: int  # the text content: the answer's JSON
+    chars: int  # the text content (search_docs: markdown, text_content.py; else its JSON)
     text_chars: int  # the hits' text (search_docs), else 0
     seconds: float
     digest: str  # of the answer without its timing, to compare transports
@@ -92,7 +92,7 @@ async def ask(client: Client, tool: str, arguments: dict[str, Any]) -> Answer:
     text = result.content[0].text
     if result.is_error:
         raise RuntimeError(f"{tool}({arguments}) failed: {text[:300]}")
-    body = json.loads(text)
+    body = dict(result.structured_content or json.loads(text))  # the text may be markdown
     hits = body.get("results", []) if tool == "search_docs" else []
     body.pop("took_ms", None)
     return Answer(

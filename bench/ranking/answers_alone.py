@@ -10,8 +10,10 @@ characters): the engine's hits, then, for each context setting, widened and fold
 (server/answers/widening.py). A judged section is its heading's chunks with their
 subsections: the lines from the first chunk whose breadcrumb names the judged heading to the
 last (compared as the scorer compares headings, `norm_heading`). A hit holds it when it is of
-the same page and its text covers those lines. Without context, a section cut into several
-chunks is never held by one hit.
+the same page and its text covers those lines; a judged section longer than the widening
+bound (which no hit's text can hold) is held by a hit whose matched chunk lies inside it and
+whose outline spans it: the part that answers, and where the rest is. Without context, a
+section cut into several chunks is never held by one hit.
 """
 
 from __future__ import annotations
@@ -25,10 +27,14 @@ import msgspec
 
 from docdex.evaluation.scoring import Query, load_queries, norm_heading
 from docdex.index_format.layout import DataDir
-from docdex.model.embedder import Embedder
+from docdex.index_format.records import ChunkRecord
+from docdex.index_format.store import load_current
+from docdex.model.choice import query_embedder
+from docdex.model.model_environment import ModelEnvironment
+from docdex.model.protocol import TextEmbedder
 from docdex.server.answers.budget import DEFAULT_MAX_CHARS
 from docdex.server.answers.widening import CONTEXT_CHARS, PAGE_HITS, hits_to_ask, with_context
-from docdex.server.engine import Engine, VersionReader
+from docdex.server.engine import Engine, Hit, VersionReader
 
 from .check import HERE, SETS
 from .report import parse_index
@@ -38,30 +44,63 @@ TOP = 3
 ANSWERED = 10  # search_docs' default num_results
 
 
-def section_span(index: VersionReader, doc_id: str, heading: str) -> tuple[int, int] | None:
+class Judged(msgspec.Struct, frozen=True):
+    """A judged section: its page, its lines, and whether it is longer than the bound."""
+
+    path: str
+    first: int
+    last: int
+    long: bool
+
+    def held_by(self, hit: Hit) -> bool:
+        if hit.path != self.path:
+            return False
+        if hit.start_line <= self.first and self.last <= hit.end_line and not hit.truncated:
+            return True
+        chunk_first, chunk_last = hit.matched_lines
+        outlined = hit.outline[0] if hit.outline else None
+        return (
+            self.long
+            and outlined is not None
+            and self.first <= chunk_first
+            and chunk_last <= self.last
+            and outlined.start_line <= self.first
+            and self.last <= outlined.end_line
+        )
+
+
+def _section_chunks(index: VersionReader, doc_id: str, heading: str) -> list[ChunkRecord]:
     page = index.pages.get(doc_id)
     if page is None:
-        return None
+        return []
     wanted = norm_heading(heading)
-    spans = [
-        (c.start_line, c.end_line)
-        for c in index.page_chunks(page)
-        if any(norm_heading(h) == wanted for h in c.headings[1:])
+    return [
+        c for c in index.page_chunks(page) if any(norm_heading(h) == wanted for h in c.headings[1:])
     ]
-    return (min(s for s, _ in spans), max(e for _, e in spans)) if spans else None
+
+
+def judged_section(index: VersionReader, source: str, path: str, heading: str) -> Judged | None:
+    chunks = _section_chunks(index, f"{source}:{path}", heading)
+    if not chunks:
+        return None
+    first, last = min(c.start_line for c in chunks), max(c.end_line for c in chunks)
+    return Judged(path, first, last, sum(len(c.text) for c in chunks) > CONTEXT_CHARS)
 
 
 class Variant(msgspec.Struct, frozen=True):
-    """One way of answering: the hits' context (0: none), and the hits of a page before the
-    others' (0: any number)."""
+    """One way of answering: the hits' context (0: none), the hits of a page before the
+    others' (0: any number), and whether a hit holding part of its section carries its
+    outline."""
 
     context_chars: int
     page_hits: int
+    outlines: bool = True
 
     @property
     def name(self) -> str:
         widen = f"context {self.context_chars:,}" if self.context_chars else "no context"
-        return widen + (f", {self.page_hits} per page" if self.page_hits else ", any per page")
+        spread = f", {self.page_hits} per page" if self.page_hits else ", any per page"
+        return widen + spread + (", outlines" if self.outlines else "")
 
 
 class Outcome(msgspec.Struct, frozen=True):
@@ -74,25 +113,32 @@ class Outcome(msgspec.Struct, frozen=True):
 def answered(engine: Engine, source: str, query: Query, variant: Variant) -> Outcome:
     found = engine.search(query.query, hits_to_ask(ANSWERED), engine.scope(source=source))
     hits = with_context(
-        engine.index, found, ANSWERED, DEFAULT_MAX_CHARS, variant.context_chars, variant.page_hits
+        engine.index,
+        found,
+        ANSWERED,
+        DEFAULT_MAX_CHARS,
+        variant.context_chars,
+        variant.page_hits,
+        variant.outlines,
     ).results
-    spans = []
-    for judged in [*query.relevant, *query.alt]:
-        if judged.heading:
-            span = section_span(engine.index, f"{source}:{judged.path}", judged.heading)
-            if span is not None:
-                spans.append((judged.path, span))
-    inside = any(
-        h.path == path and h.start_line <= first and h.end_line >= last and not h.truncated
-        for h in hits[:TOP]
-        for path, (first, last) in spans
-    )
+    sections = [
+        section
+        for judged in [*query.relevant, *query.alt]
+        if judged.heading
+        and (section := judged_section(engine.index, source, judged.path, judged.heading))
+    ]
+    inside = any(section.held_by(h) for h in hits[:TOP] for section in sections)
     return Outcome(
-        held=inside if spans else None,
-        top_chars=sum(len(h.text) for h in hits[:TOP]),
-        answer_chars=sum(len(h.text) for h in hits),
+        held=inside if sections else None,
+        top_chars=sum(shown_chars(h) for h in hits[:TOP]),
+        answer_chars=sum(shown_chars(h) for h in hits),
         pages=len({h.doc_id for h in hits}),
     )
+
+
+def shown_chars(hit: Hit) -> int:
+    """The characters a hit shows: its text and its outline's headings."""
+    return len(hit.text) + sum(len(entry.heading) for entry in hit.outline)
 
 
 def measure(engine: Engine, path: Path, source: str, variant: Variant) -> list[str]:
@@ -111,6 +157,11 @@ def measure(engine: Engine, path: Path, source: str, variant: Variant) -> list[s
         f"{whole:,.0f}",
         f"{pages:g}",
     ]
+
+
+def query_model(data: DataDir) -> TextEmbedder:
+    """The query model of the model `data`'s current version was built with."""
+    return query_embedder(load_current(data).embedder, 0, ModelEnvironment())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,8 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     contexts = args.context or [CONTEXT_CHARS]
     page_hits = args.page_hits or [PAGE_HITS]
-    variants = [Variant(0, 0)] + [Variant(c, n) for c in contexts for n in page_hits]
-    embedder = Embedder.load(for_queries=True)
+    variants = [Variant(0, 0, outlines=False)] + [
+        Variant(c, n, outlines) for c in contexts for n in page_hits for outlines in (False, True)
+    ]
     rows = [
         [
             "set",
@@ -147,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
     ]
     for corpus, (data, source) in parse_index(args.index).items():
-        engine = Engine.open(DataDir(data), embedder)
+        engine = Engine.open(DataDir(data), query_model(DataDir(data)))
         for name, of in SETS.items():
             if of == corpus and name.endswith("handwritten.jsonl"):
                 rows += [measure(engine, HERE / name, source, v) for v in variants]

@@ -1,19 +1,21 @@
 """Choose ranking settings by corpora held out of the choice (leave one corpus out).
 
     python -m bench.ranking.loco --index apm=DIR[:SOURCE] --index rustc=DIR ... [--dump FILE]
+        [--without-shared]
 
 Every answerable set of every corpus given (bench/ranking/sets and the shared query files;
 a set is a file's queries of one class) is retrieved once; each candidate setting then
 ranks those candidates again (`Engine.rank`), as the sweep does. A set's floor is the
 larger of RRF's figure and the better single retriever's less a point (MRR@10; nDCG@10 on
 graded sets). For each corpus in turn, the candidate is chosen on the other corpora's sets
-alone (fewest sets below their floor, then the largest mean margin over the floor) and
+alone (fewest sets below their floor, then the largest mean margin over the floor, to a
+thousandth, then the largest mean section MRR@10 over the sets that judge sections) and
 scored on the held-out corpus's sets. A choice that generalises meets the floor on every
 held-out set; one that was fitted does not.
 
 Prints the candidates' margins per set, then the table of folds: for each held-out corpus,
 the candidate chosen without it and its figure against the floor, RRF and the best single
-retriever there, and the shipped default's figure beside it.
+retriever there, the shipped default's figure beside it, and both one's section MRR@10.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from docdex.model.embedder import Embedder
 from docdex.server.engine import DEFAULT_SETTINGS, DenseTrust, Engine, EngineSettings, Fusion
 
 from .report import parse_index
-from .sweep import BASELINES, Retrieved, answerable_files, floor_of, score
+from .sweep import BASELINES, Retrieved, answerable_files, figures, floor_of
 from bench.tables import markdown
 
 NEVER = DenseTrust(start=1.0, slope=0.0)  # the dense list never weighs more than BM25's
@@ -48,19 +50,56 @@ def _setting(**fields: object) -> EngineSettings:
     return msgspec.structs.replace(DEFAULT_SETTINGS, reranker="none", **fields)
 
 
+def _form(**fields: object) -> EngineSettings:
+    """adr/0035's default (the query form, no section additions), `fields` changed."""
+    return _setting(**{**QUERY_FORM, **fields})
+
+
 def _adaptive(**fields: object) -> EngineSettings:
     """The adaptive fusion with no query form (every query fused alike), `fields` changed."""
-    return _setting(prose_words=0, **fields)
+    return _form(prose_words=0, **fields)
+
+
+QUERY_FORM = {  # adr/0035's default
+    "definition_bonus": 0.0,
+    "prose_heading_weight": 0.0,
+    "prose_rrf_k": 10,
+    "prose_definition_bonus": 0.0,
+}
 
 
 def candidates() -> list[Candidate]:
-    """The shipped default first; then the adaptive fusion with every query alike (the
-    default before the query form), the weighted fusion and RRF at several rank constants;
-    the adaptive variants (rank constant, dense trust, heading weight); and the query form,
-    prose from a number of words, fused by the adaptive ranks (with or without the literal
-    bonus) or by RRF."""
-    out = [
-        Candidate("default", _setting()),
+    """The shipped default first; then adr/0035's query form alone (the default before the
+    section additions) and with them (a definition bonus, the heading overlap on prose);
+    the adaptive fusion with every query alike (the default before the query form), the
+    weighted fusion and RRF at several rank constants; the adaptive variants (rank
+    constant, dense trust, heading weight); and the query form, prose from a number of
+    words, fused by the adaptive ranks (with or without the literal bonus) or by RRF."""
+    out = [Candidate("default", _setting()), Candidate("query form (adr/0035)", _form())]
+    out += [
+        Candidate(f"query form, definition bonus {bonus:g}", _form(definition_bonus=bonus))
+        for bonus in (0.25, 0.5, 1.0)
+    ]
+    out += [
+        Candidate(f"query form, prose heading {weight:g}", _form(prose_heading_weight=weight))
+        for weight in (0.02, 0.05, 0.1)
+    ]
+    out += [Candidate(f"query form, prose by RRF k={k}", _form(prose_rrf_k=k)) for k in (30, 60)]
+    out += [
+        Candidate(
+            f"query form, definition bonus 0.5, on prose {bonus:g}",
+            _form(definition_bonus=0.5, prose_definition_bonus=bonus),
+        )
+        for bonus in (0.02, 0.05, 0.1)
+    ]
+    out += [
+        Candidate(
+            f"query form, definition bonus 0.5, prose heading {weight:g}",
+            _form(definition_bonus=0.5, prose_heading_weight=weight),
+        )
+        for weight in (0.02, 0.05)
+    ]
+    out += [
         Candidate("adaptive, every query alike", _adaptive()),
         Candidate("weighted", _adaptive(fusion=Fusion.WEIGHTED)),
     ]
@@ -79,21 +118,19 @@ def candidates() -> list[Candidate]:
             out.append(
                 Candidate(
                     f"prose from {words} words{'' if literals else ' no literal bonus'}",
-                    _setting(
-                        prose_words=words, prose_literals=literals, prose_fusion=Fusion.ADAPTIVE
-                    ),
+                    _form(prose_words=words, prose_literals=literals, prose_fusion=Fusion.ADAPTIVE),
                 )
             )
         out.append(
             Candidate(
                 f"prose from {words} words by RRF k=10",
-                _setting(prose_words=words, prose_literals=False, prose_fusion=Fusion.RRF),
+                _form(prose_words=words, prose_literals=False, prose_fusion=Fusion.RRF),
             )
         )
         out.append(
             Candidate(
                 f"prose from {words} words or a question, by RRF k=10",
-                _setting(
+                _form(
                     prose_words=words,
                     prose_questions=True,
                     prose_literals=False,
@@ -104,7 +141,7 @@ def candidates() -> list[Candidate]:
     out.append(
         Candidate(
             "prose: a question only, by RRF k=10",
-            _setting(prose_words=0, prose_questions=True, prose_fusion=Fusion.RRF),
+            _form(prose_words=0, prose_questions=True, prose_fusion=Fusion.RRF),
         )
     )
     unique: dict[EngineSettings, Candidate] = {}
@@ -122,12 +159,16 @@ class ScoredSet:
     rrf: float
     best_single: float
     by_candidate: dict[str, float]
+    sections: dict[str, float]  # section MRR@10 by candidate; empty: no section judged
 
 
 def score_set(
     corpus: str, label: str, engine: Engine, retrieved: list[Retrieved], cands: list[Candidate]
 ) -> ScoredSet:
-    baselines = {b: score(engine.with_settings(_setting(fusion=b)), retrieved) for b in BASELINES}
+    baselines = {
+        b: figures(engine.with_settings(_setting(fusion=b)), retrieved)[0] for b in BASELINES
+    }
+    scored = {c.name: figures(engine.with_settings(c.settings), retrieved) for c in cands}
     return ScoredSet(
         corpus,
         label,
@@ -135,7 +176,8 @@ def score_set(
         floor_of(baselines),
         baselines[Fusion.RRF],
         max(baselines[Fusion.BM25], baselines[Fusion.DENSE]),
-        {c.name: score(engine.with_settings(c.settings), retrieved) for c in cands},
+        {name: figure for name, (figure, _) in scored.items()},
+        {name: section for name, (_, section) in scored.items() if section is not None},
     )
 
 
@@ -144,12 +186,18 @@ def misses_and_margin(sets: list[ScoredSet], name: str) -> tuple[int, float]:
     return sum(m < -1e-9 for m in margins), sum(margins) / len(margins)
 
 
-def choose(sets: list[ScoredSet], cands: list[Candidate]) -> str:
-    """The candidate with the fewest sets below their floor, then the largest mean margin."""
+def mean_section_mrr(sets: list[ScoredSet], name: str) -> float:
+    judged = [s.sections[name] for s in sets if s.sections]
+    return sum(judged) / len(judged) if judged else 0.0
 
-    def rank(name: str) -> tuple[int, float]:
+
+def choose(sets: list[ScoredSet], cands: list[Candidate]) -> str:
+    """The candidate with the fewest sets below their floor, then the largest mean margin
+    (to a thousandth: closer is a tie), then the largest mean section MRR@10."""
+
+    def rank(name: str) -> tuple[int, float, float]:
         missed, mean = misses_and_margin(sets, name)
-        return missed, -mean
+        return missed, -round(mean, 3), -mean_section_mrr(sets, name)
 
     return min((c.name for c in cands), key=rank)
 
@@ -164,6 +212,8 @@ def folds(sets: list[ScoredSet], cands: list[Candidate]) -> list[list[str]]:
             "floor",
             "RRF",
             "best single",
+            "default",
+            "section MRR: chosen",
             "default",
         ]
     ]
@@ -182,17 +232,24 @@ def folds(sets: list[ScoredSet], cands: list[Candidate]) -> list[list[str]]:
                     f"{s.rrf:.3f}",
                     f"{s.best_single:.3f}",
                     f"{s.by_candidate['default']:.3f}",
+                    _section(s, chosen),
+                    _section(s, "default"),
                 ]
             )
     return rows
 
 
+def _section(s: ScoredSet, name: str) -> str:
+    return f"{s.sections[name]:.3f}" if s.sections else ""
+
+
 def margins(sets: list[ScoredSet], cands: list[Candidate]) -> list[list[str]]:
-    rows = [["candidate", "sets below floor", "mean margin", "worst margin"]]
+    rows = [["candidate", "sets below floor", "mean margin", "worst margin", "mean section MRR"]]
     for c in cands:
         missed, mean = misses_and_margin(sets, c.name)
         worst = min(s.by_candidate[c.name] - s.floor for s in sets)
-        rows.append([c.name, str(missed), f"{mean:+.3f}", f"{worst:+.3f}"])
+        section = mean_section_mrr(sets, c.name)
+        rows.append([c.name, str(missed), f"{mean:+.3f}", f"{worst:+.3f}", f"{section:.3f}"])
     return rows
 
 
@@ -204,6 +261,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.ranking.loco")
     parser.add_argument("--index", action="append", default=[], metavar="CORPUS=DIR[:SOURCE]")
     parser.add_argument("--dump", metavar="FILE", help="write every set's figures as JSON")
+    parser.add_argument(
+        "--without-shared",
+        action="store_true",
+        help="bench/ranking's sets alone, not the query files of ../shared/eval",
+    )
+    parser.add_argument(
+        "--skip-class",
+        action="append",
+        default=[],
+        metavar="CLASS",
+        help="leave the queries of this class out (literal: their one-token queries rank alike "
+        "under every query form)",
+    )
     args = parser.parse_args(argv)
     embedder = Embedder.load(for_queries=True)
     cands = candidates()
@@ -211,10 +281,12 @@ def main(argv: list[str] | None = None) -> int:
     for corpus, (data, source) in parse_index(args.index).items():
         engine = Engine.open(DataDir(data), embedder)
         scope = engine.scope(source=source)
-        for name, path in answerable_files(corpus):
+        for name, path in answerable_files(corpus, shared=not args.without_shared):
             print(f"retrieving {name}", file=sys.stderr, flush=True)
             by_class: dict[str, list[Retrieved]] = {}
             for query in (q for q in load_queries(path) if q.relevant):
+                if query.cls in args.skip_class:
+                    continue
                 by_class.setdefault(query.cls, []).append(
                     Retrieved(query, engine.retrieve(query.query, scope))
                 )

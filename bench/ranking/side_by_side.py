@@ -4,9 +4,10 @@
 
 For each corpus given, its shared query file (../shared/eval) and its sets of bench/ranking
 each go through one `docdex eval FILE --source SOURCE --baselines --json` run (the real
-CLI, in its own process). A row per class: recall@3 / MRR@10, then section recall@3 where
-sections are judged; nDCG@10 on graded sets; the share flagged `low_confidence` for
-unanswerable questions; and after each file's answerable classes, its false-alarm rate.
+CLI, in its own process). A row per class: recall@3 / MRR@10, then section recall@1 /
+section recall@3 / section MRR@10 where sections are judged; nDCG@10 on graded sets; the
+share flagged `low_confidence` for unanswerable questions; and after each file's answerable
+classes, its false-alarm rate. `--only TEXT`: the files whose label holds TEXT alone.
 A column per configuration (`docdex eval --baselines`: BM25 alone, dense alone, RRF k=60,
 the weighted fusion, the default; MaxSim only on an index with token vectors).
 """
@@ -54,7 +55,11 @@ def cell(metrics: Report) -> str:
         return f"{metrics['ndcg_at_10']:.3f}".removeprefix("0")
     figures = [metrics["recall_at_k"], metrics["mrr_at_10"]]
     if metrics.get("section_recall_at_k") is not None:
-        figures.append(metrics["section_recall_at_k"])
+        figures += [
+            metrics["section_recall_at_1"],
+            metrics["section_recall_at_k"],
+            metrics["section_mrr_at_10"],
+        ]
     return " / ".join(f"{x:.3f}".removeprefix("0") for x in figures)
 
 
@@ -76,10 +81,15 @@ def rows_of(label: str, scored: list[Report]) -> list[list[str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.ranking.side_by_side")
     parser.add_argument("--index", action="append", default=[], metavar="CORPUS=DIR[:SOURCE]")
+    parser.add_argument(
+        "--only", default="", metavar="TEXT", help="only the query files whose label holds TEXT"
+    )
     args = parser.parse_args(argv)
     table: list[list[str]] = []
     for corpus, (data, source) in parse_index(args.index).items():
         for label, path in set_files(corpus):
+            if args.only not in label:
+                continue
             print(f"scoring {label}", file=sys.stderr, flush=True)
             scored = baselines(data, source, path)
             if not table:

@@ -52,10 +52,12 @@ class Group:
     retrieved: list[Retrieved]
 
 
-def answerable_files(corpus: str) -> list[tuple[str, Path]]:
+def answerable_files(corpus: str, shared: bool = True) -> list[tuple[str, Path]]:
+    """(name, path) of the corpus's answerable query files; `shared`: its file of
+    ../shared/eval too."""
     names = [n for n, c in SETS.items() if c == corpus and not n.endswith("unanswerable.jsonl")]
     paths = [HERE / n for n in names]
-    if corpus in EVAL_FILES:
+    if shared and corpus in EVAL_FILES:
         paths.append(EVAL / EVAL_FILES[corpus])
     return [(p.name.removesuffix(".jsonl"), p) for p in paths if p.exists()]
 
@@ -83,9 +85,15 @@ def settings_of(fusion: Fusion, trust: DenseTrust = DEFAULT_SETTINGS.dense_trust
 
 def score(engine: Engine, retrieved: list[Retrieved]) -> float:
     """MRR@10 of the queries ranked by `engine` (nDCG@10 when they are graded)."""
+    return figures(engine, retrieved)[0]
+
+
+def figures(engine: Engine, retrieved: list[Retrieved]) -> tuple[float, float | None]:
+    """`score`, and the section MRR@10 beside it (None: no query judges a section)."""
     outcomes = [score_query(r.query, engine.rank(r.retrieval, DEPTH), False) for r in retrieved]
     [report] = aggregate([r.query for r in retrieved], outcomes, 3, "", 0).classes
-    return report.ndcg_at_10 if report.ndcg_at_10 is not None else report.mrr_at_10
+    figure = report.ndcg_at_10 if report.ndcg_at_10 is not None else report.mrr_at_10
+    return figure, report.section_mrr_at_10
 
 
 def floor_of(baselines: dict[Fusion, float]) -> float:

@@ -1,10 +1,12 @@
 """The `docdex` command: a thin argparse layer over the application.
 
-Each command group is a module (sources, indexing, inspection, querying, serving, hooks)
+Each command group is a module (sources, settings, indexing, inspection, querying, serving,
+hooks, ...)
 whose `add_commands` registers its commands; a command is a function of the `Context` and
 its parsed arguments that returns the exit status. `main` is the entry point: it reads the
 environment once (runtime/environment.py; a flag wins over its variable), sets up
-logging, and catches `DocdexError` once: one line on stderr, exit 1 (2 for a usage error).
+logging, and catches `DocdexError` once: one line on stderr, exit 1 (2 for a usage error);
+a reader that closed stdout early (`| head`) ends it quietly.
 """
 
 from __future__ import annotations
@@ -22,10 +24,35 @@ from docdex.model.model_environment import ModelEnvironment
 from docdex.runtime.environment import read_environment
 from docdex.runtime.logs import FORMATS, LoggingError, LogSettings, configure_logging, level_number
 
-from . import auth, changelog, hooks, indexing, inspection, models, querying, serving, sources
+from . import (
+    auth,
+    changelog,
+    hooks,
+    indexing,
+    inspection,
+    models,
+    querying,
+    serving,
+    settings,
+    sources,
+)
 from .commands import EXIT_ERROR, EXIT_USAGE, Context, UsageError
 
-GROUPS = (sources, indexing, inspection, querying, changelog, serving, hooks, auth, models)
+# `docdex ... | head`: the reader left. 128 + SIGPIPE, as git and coreutils end then.
+EXIT_BROKEN_PIPE = 141
+
+GROUPS = (
+    sources,
+    settings,
+    indexing,
+    inspection,
+    querying,
+    changelog,
+    serving,
+    hooks,
+    auth,
+    models,
+)
 
 
 def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
@@ -44,6 +71,16 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
         return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        _drop_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush meets no broken pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def build_parser() -> argparse.ArgumentParser:

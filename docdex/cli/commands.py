@@ -106,20 +106,32 @@ def source_options(parser: argparse.ArgumentParser, changing: bool) -> None:
         "--include",
         action="append",
         metavar="GLOB",
-        help=f"files to index (repeatable; default: {' '.join(DEFAULT_INCLUDE)})",
+        help=(
+            "add a glob to the files the source indexes (repeatable)"
+            if changing
+            else f"files to index (repeatable; default: {' '.join(DEFAULT_INCLUDE)})"
+        ),
     )
     parser.add_argument(
         "--exclude",
         action="append",
         default=None if changing else [],
         metavar="GLOB",
-        help="files to skip (repeatable)"
-        + (
-            ": the list given replaces the source's"
+        help=(
+            "add a glob to the files the source skips, its default excludes kept (repeatable)"
             if changing
-            else f", besides the defaults ({' '.join(DEFAULT_EXCLUDE)})"
+            else f"files to skip (repeatable), besides the defaults ({' '.join(DEFAULT_EXCLUDE)})"
         ),
     )
+    if changing:
+        for field in ("include", "exclude"):
+            parser.add_argument(
+                f"--no-{field}",
+                action="append",
+                metavar="GLOB",
+                help=f"remove a glob from the source's {field}s (repeatable; `docdex source "
+                "list` shows them)",
+            )
     if not changing:
         parser.add_argument(
             "--no-default-excludes",

@@ -36,15 +36,25 @@ def add_commands(commands: Commands) -> None:
     what = inspect.add_subparsers(metavar="WHAT")
     source = add_command(what, "source", cmd_inspect_source, "a source's state and pages")
     source.add_argument("name")
-    json_flag(source)
+    _ref_flag(source)
     doc = add_command(what, "doc", cmd_inspect_doc, "a document's chunks")
     doc.add_argument("doc_id", metavar="DOC_ID", help="SOURCE:PATH")
-    json_flag(doc)
+    _ref_flag(doc)
     verify = add_command(
         commands, "verify", cmd_verify, "check every kept version's files (exit 1 if damaged)"
     )
     verify.add_argument("--version", type=int, metavar="N", help="only version N")
     json_flag(verify)
+
+
+def _ref_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--ref",
+        default="",
+        help="at this branch or tag of the source: v2.1, SOURCE@v2.1 or refs/tags/v2.1 "
+        "(default: its default branch)",
+    )
+    json_flag(parser)
 
 
 def cmd_inspect_versions(ctx: Context, args: argparse.Namespace) -> int:
@@ -53,22 +63,25 @@ def cmd_inspect_versions(ctx: Context, args: argparse.Namespace) -> int:
     found = index_views.version_details(ctx.data)
     if args.json:
         print_json([details.info for details in found])
-    else:
-        _print_versions(found)
+        return EXIT_OK
+    _print_versions(found)
+    under_way = index_views.indexing(ctx.data)
+    if under_way:
+        print(f"now: {under_way}")
     return EXIT_OK
 
 
 def cmd_inspect_source(ctx: Context, args: argparse.Namespace) -> int:
     from docdex import index_views
 
-    print_answer(index_views.source(ctx.data, args.name), args.json, _print_source)
+    print_answer(index_views.source(ctx.data, args.name, args.ref), args.json, _print_source)
     return EXIT_OK
 
 
 def cmd_inspect_doc(ctx: Context, args: argparse.Namespace) -> int:
     from docdex import index_views
 
-    print_answer(index_views.document(ctx.data, args.doc_id), args.json, _print_document)
+    print_answer(index_views.document(ctx.data, args.doc_id, args.ref), args.json, _print_document)
     return EXIT_OK
 
 
@@ -94,6 +107,7 @@ def _print_versions(versions: list[index_views.VersionDetails]) -> None:
             f"{'*' if v.current else ' '} version {v.version}{served}, {v.created_at}: "
             f"{count_text(v.segments, 'segment')}, {count_text(v.chunks, 'chunk')}, "
             f"{count_text(v.vectors, 'vector')}, {v.bytes / 1e6:.1f} MB"
+            + (f", {count_text(v.waiting, 'chunk')} waiting for vectors" if v.waiting else "")
         )
         for state in details.entries:
             print(f"    {entry_text(state)}")

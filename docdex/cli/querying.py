@@ -17,12 +17,19 @@ def add_commands(commands: Commands) -> None:
     search.add_argument(
         "--ref",
         default="",
-        help="a branch or tag the source indexes besides its default (default: each "
-        "source's default branch)",
+        help="a branch or tag the source indexes, named as docdex names it: v2.1, "
+        "SOURCE@v2.1 or refs/tags/v2.1 (default: each source's default branch; `docdex "
+        "inspect` lists the refs)",
     )
     search.add_argument("--path-prefix", default="", help="only paths starting with this")
     search.add_argument(
         "--tag", action="append", default=[], help="only pages carrying this tag (repeatable)"
+    )
+    search.add_argument(
+        "--changed-since",
+        default="",
+        help="only pages changed since this tag, branch, commit id, date (2026-11-01) or age "
+        "(7d), read from the sources' git history",
     )
     search.add_argument(
         "-n", "--num-results", type=int, default=10, help="how many hits (1-100; default 10)"
@@ -91,6 +98,7 @@ def cmd_search(ctx: Context, args: argparse.Namespace) -> int:
         ref=args.ref,
         tags=args.tag,
         model_environment=ctx.model_environment,
+        changed_since=args.changed_since,
     )
 
 

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 import msgspec
 
 from docdex.index_format.layout import DataDir
+from docdex.index_format.ref_names import UnknownRef
 from docdex.model.model_environment import UNCONFIGURED, ModelEnvironment
-from docdex.server.engine import Engine, Hit, SearchResult
+from docdex.server.engine import Engine, Hit, Scope, SearchResult
 
 SNIPPET_CHARS = 240
 FOUND_BY = {  # which retriever found a hit (Hit.match)
@@ -19,6 +20,7 @@ FOUND_BY = {  # which retriever found a hit (Hit.match)
     "both": "found by keywords and meaning",
 }
 SCORE_LEGEND = "score: how well a hit matches this query, comparable within one search only"
+WHERE_REFS_ARE = "`docdex inspect` shows each source's refs"
 
 
 def run_search_command(
@@ -32,6 +34,7 @@ def run_search_command(
     ref: str = "",
     tags: Sequence[str] = (),
     model_environment: ModelEnvironment = UNCONFIGURED,
+    changed_since: str = "",
 ) -> int:
     """Search the current version and print the hits; returns the exit code. Errors (a bad
     argument, no data directory, no version, a refused version) reach the CLI's handler."""
@@ -43,7 +46,12 @@ def run_search_command(
     settings = engine_settings(data, reranker, model_environment)
     engine = Engine.open(data, embedder, settings=settings)
     try:
-        result = engine.search(query, n, engine.scope(source, ref, path_prefix, tags))
+        scope = engine.scope(source, ref, path_prefix, tags)
+        if changed_since:
+            scope = changed_scope(data, engine, scope, changed_since)
+        result = engine.search(query, n, scope)
+    except UnknownRef as exc:
+        raise exc.pointing_to(WHERE_REFS_ARE) from None
     finally:
         engine.close()
     if as_json:
@@ -52,6 +60,20 @@ def run_search_command(
     else:
         sys.stdout.write(format_result(result))
     return 0
+
+
+def changed_scope(data: DataDir, engine: Engine, scope: Scope, since: str) -> Scope:
+    """`scope` narrowed to the pages changed since `since`, as search_docs narrows it."""
+    from docdex.index_format.config import load_config
+    from docdex.server.answers.git_history.source_history import SourceHistory
+    from docdex.server.answers.permalinks import LinkBook
+    from docdex.server.answers.source_limits import EVERY_SOURCE
+
+    history = SourceHistory(data, LinkBook(data))
+    try:
+        return history.changed_scope(load_config(data), EVERY_SOURCE, engine.index, scope, since)
+    finally:
+        history.close()
 
 
 def format_result(result: SearchResult) -> str:

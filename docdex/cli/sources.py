@@ -59,8 +59,8 @@ def _add_set(actions: Commands) -> None:
         actions,
         "set",
         cmd_source_set,
-        "change a source's settings, keeping what is indexed (each option given replaces "
-        "the setting)",
+        "change a source's settings, keeping what is indexed (an option given replaces its "
+        "setting; --include and --exclude add globs, --no-include and --no-exclude remove them)",
     )
     change.add_argument("name")
     change.add_argument("--location", help="bare repository, checkout, or git URL")
@@ -97,7 +97,7 @@ def cmd_source_add(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_source_set(ctx: Context, args: argparse.Namespace) -> int:
     config = load_config(ctx.data)
     old = config.source(args.name)  # raises with the list of valid names
-    changes = _changes(args)
+    changes = _changes(old, args)
     if not changes:
         raise ConfigError("nothing to change: give the settings to change (see --help)")
     new = msgspec.structs.replace(old, **changes)
@@ -113,12 +113,15 @@ def cmd_source_set(ctx: Context, args: argparse.Namespace) -> int:
         f"changed source {old.name}: {what}; what is indexed stays until `docdex index "
         f"{old.name}`, which reads again only what the change touches"
     )
+    for field in sorted(GLOB_SETTINGS & set(changed)):
+        print(f"  {field}: {', '.join(getattr(new, field)) or '(none)'}")
     if set(changed) & HOOKED_SETTINGS:
         _refresh_hooks(ctx, [old.location, new.location])
     return EXIT_OK
 
 
 HOOKED_SETTINGS = {"location", "branch", "refs"}  # what an installed hook matches pushes with
+GLOB_SETTINGS = {"include", "exclude"}  # lists `source set` adds globs to and removes them from
 
 
 def _refresh_hooks(ctx: Context, locations: list[str]) -> None:
@@ -128,7 +131,7 @@ def _refresh_hooks(ctx: Context, locations: list[str]) -> None:
         print(f"rewrote the hook {done.hook}: {pushes_text(done.repository, done.tracked)}")
 
 
-def _changes(args: argparse.Namespace) -> dict[str, object]:
+def _changes(old: SourceConfig, args: argparse.Namespace) -> dict[str, object]:
     """The settings `source set` was given, by SourceConfig field."""
     changes: dict[str, object] = {}
     if args.location is not None:
@@ -137,11 +140,29 @@ def _changes(args: argparse.Namespace) -> dict[str, object]:
         changes["refs"] = [validate_ref_pattern(p) for p in (args.ref or [])]
     if args.description is not None:
         changes["description"] = args.description.strip()
-    for field in ("branch", "include", "exclude", "url_template", "site_url", "site_dir"):
+    for field in ("branch", "url_template", "site_url", "site_dir"):
         value = getattr(args, field)
         if value is not None:
             changes[field] = value
+    for field in sorted(GLOB_SETTINGS):
+        added, removed = getattr(args, field), getattr(args, f"no_{field}")
+        if added or removed:
+            changes[field] = _edited_globs(old, field, added or [], removed or [])
     return changes
+
+
+def _edited_globs(old: SourceConfig, field: str, added: list[str], removed: list[str]) -> list[str]:
+    """The source's include or exclude globs with `removed` taken out, then `added`
+    appended (each once)."""
+    globs: list[str] = list(getattr(old, field))
+    for glob in removed:
+        if glob not in globs:
+            raise ConfigError(
+                f"{glob!r} is not among the {field}s of source {old.name}: "
+                f"{', '.join(globs) or '(none)'}"
+            )
+        globs.remove(glob)
+    return globs + [glob for glob in dict.fromkeys(added) if glob not in globs]
 
 
 def cmd_source_list(ctx: Context, args: argparse.Namespace) -> int:

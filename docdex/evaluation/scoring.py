@@ -8,7 +8,8 @@
   level is reported beside it (over queries whose entries name headings).
 - unanswerable (no relevant entry): the share flagged `low_confidence`, and the false-alarm
   rate (flagged share) among the answerable queries.
-- per class: recall@k (k and 10), MRR@10, and nDCG@10 over distinct paths for graded sets
+- per class: recall@k (k, 1 and 10), MRR@10, the same at section level where headings are
+  judged, and nDCG@10 over distinct paths for graded sets
   (linear gain = grade, discount log2(rank + 1), ideal from all judged paths).
 """
 
@@ -64,6 +65,8 @@ class ClassMetrics(msgspec.Struct, rename={"cls": "class"}):
     ndcg_at_10: float | None = None
     section_recall_at_k: float | None = None
     section_mrr_at_10: float | None = None
+    recall_at_1: float = 0.0
+    section_recall_at_1: float | None = None  # the judged section is the first hit
     flagged: float = 0.0  # share with low_confidence
 
 
@@ -234,6 +237,8 @@ def class_metrics(cls: str, outcomes: list[QueryOutcome], queries: list[Query], 
         ndcg_at_10=_mean(ndcgs) if ndcgs else None,
         section_recall_at_k=_recall(sections, k) if sections else None,
         section_mrr_at_10=_mrr(sections) if sections else None,
+        recall_at_1=_recall(ranks, 1),
+        section_recall_at_1=_recall(sections, 1) if sections else None,
         flagged=_mean(1.0 if o.low_confidence else 0.0 for o in outcomes),
     )
 

@@ -9,8 +9,9 @@ from .scoring import BaselineReport, ClassMetrics, EvalReport
 
 def format_table(report: EvalReport) -> str:
     k = report.k
-    head = f"{'class':<13} {'n':>5} {'level':<8} {f'R@{k}':>6} {'R@10':>6} {'MRR@10':>7} "
-    head += f"{'nDCG@10':>8} {f'sec R@{k}':>9} {'flagged':>8}"
+    head = f"{'class':<13} {'n':>5} {'level':<8} {'R@1':>6} {f'R@{k}':>6} {'R@10':>6} "
+    head += f"{'MRR@10':>7} {'nDCG@10':>8} {'sec R@1':>8} {f'sec R@{k}':>9} {'sec MRR':>8} "
+    head += f"{'flagged':>8}"
     lines = [
         f"source {report.source}, index version {report.index_version}, "
         f"{report.queries} queries, latency p50 {report.latency_p50_ms} ms "
@@ -20,11 +21,13 @@ def format_table(report: EvalReport) -> str:
     ]
     for c in report.classes:
         if c.level == "flag":  # nothing to find: only whether they were flagged counts
-            ranked = f"{'-':>6} {'-':>6} {'-':>7} {'-':>8} {'-':>9}"
+            ranked = " ".join(f"{'-':>{width}}" for width in (6, 6, 6, 7, 8, 8, 9, 8))
         else:
             ranked = (
-                f"{_pct(c.recall_at_k):>6} {_pct(c.recall_at_10):>6} {c.mrr_at_10:>7.3f} "
-                f"{_opt(c.ndcg_at_10):>8} {_opt_pct(c.section_recall_at_k):>9}"
+                f"{_pct(c.recall_at_1):>6} {_pct(c.recall_at_k):>6} {_pct(c.recall_at_10):>6} "
+                f"{c.mrr_at_10:>7.3f} {_opt(c.ndcg_at_10):>8} "
+                f"{_opt_pct(c.section_recall_at_1):>8} {_opt_pct(c.section_recall_at_k):>9} "
+                f"{_opt(c.section_mrr_at_10):>8}"
             )
         lines.append(f"{c.cls:<13} {c.queries:>5} {c.level:<8} {ranked} {_pct(c.flagged):>8}")
     if report.unanswerable_flagged is not None:
@@ -70,12 +73,17 @@ def _class_figures(c: ClassMetrics, k: int) -> list[tuple[str, Callable[[ClassMe
     if c.level == "flag":
         return [("flagged", lambda m: _pct(m.flagged))]
     figures = [
+        ("R@1", lambda m: f"{m.recall_at_1:.3f}"),
         (f"R@{k}", lambda m: f"{m.recall_at_k:.3f}"),
         ("MRR@10", lambda m: f"{m.mrr_at_10:.3f}"),
     ]
     if c.ndcg_at_10 is not None:
         figures.append(("nDCG@10", lambda m: _opt(m.ndcg_at_10)))
     if c.section_recall_at_k is not None:
-        figures.append((f"sec R@{k}", lambda m: _opt(m.section_recall_at_k)))
+        figures += [
+            ("sec R@1", lambda m: _opt(m.section_recall_at_1)),
+            (f"sec R@{k}", lambda m: _opt(m.section_recall_at_k)),
+            ("sec MRR@10", lambda m: _opt(m.section_mrr_at_10)),
+        ]
     figures.append(("flagged", lambda m: _pct(m.flagged)))
     return figures

@@ -3,19 +3,30 @@
 
 Recognised, one per line, outside fenced code:
 
-    --8<-- "path"                      MkDocs (pymdownx.snippets), also 'path' or bare path
+    --8<-- "path"                      MkDocs (pymdownx.snippets), also 'path', a bare path,
+                                       path:FIRST:LAST (those lines of the file)
+    --8<--                             pymdownx.snippets' block form: a file per line
+    file.md                            between two lone `--8<--` lines
+    --8<--
+    {* path ln[1:10,20:25] hl[3] *}    FastAPI's docs (a code example; hl[] ignored)
     {% include path %}                 Jekyll, from _includes/ (parameters after it ignored)
     {% include_relative path %}        Jekyll, beside the page
     {{< include "path" >}}             Hugo include / readfile shortcodes, {{% ... %}} too
     {{< readfile file="path" >}}
 
+and, inside fenced code too (where its pages mostly write it), markdown-include's
+`{!path!}` and `{!path[ln:10-20]!}`.
+
 A path is looked for, in order, beside the page, at the repository root and under the
-conventional folders (`docs/`, `snippets/`, `includes/`, `_includes/`, `content/`); the
-first file that exists is read. A path that is absolute, has a `..` that leaves the
-repository, or names no file is left alone (the line stays as written). Files are read
-through a `PathReader` that sees only the tree being indexed (the commit's tree, or the
-working tree with symlinks leaving it refused: indexer/sources/include_files.py), at most
-`MAX_INCLUDES` per page, nested `MAX_DEPTH` deep.
+conventional folders (`docs/`, `snippets/`, `includes/`, `_includes/`, `content/`); a
+FastAPI or markdown-include path also from each folder above the page (their `../../`
+climb out of the docs' language folder). The first file that exists is read. A path that
+is absolute, has a `..` that leaves the repository, or names no file is left alone (the
+line stays as written). Files are read through a `PathReader` that sees only the tree
+being indexed (the commit's tree, or the working tree with symlinks leaving it refused:
+indexer/sources/include_files.py), at most `MAX_INCLUDES` per page, nested `MAX_DEPTH`
+deep. What a hit shows of each included file (`Inclusion`, index-format/records.py) is
+at most `SHOWN_CHARS`.
 
 What includes may add is bounded (`IncludeBudget`, `PageIncludes`): a page expands each
 file once (a later line including it again stays as written), a page with what it includes
@@ -30,15 +41,29 @@ import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 PathReader = Callable[[str], "str | None"]  # repository path -> text, None if unreadable
 
-MAX_INCLUDES = 32  # per page, nested ones counted
+MAX_INCLUDES = 80  # per page, nested ones counted (sqlmodel's longest tutorial page has 75)
 MAX_DEPTH = 3
 INCLUDED_BYTES_PER_PAGE = 1_000_000
 INCLUDED_BYTES_PER_RUN = 32_000_000  # per source
+# What a hit may show of one included file in place of its line, cut at a line: about a
+# screen of code, the size of one widened hit (server/answers/widening.py).
+SHOWN_CHARS = 4_000
 
 _SNIPPET = re.compile(r"""^[ \t]*--8<--[ \t]+(?:"([^"\n]+)"|'([^'\n]+)'|(\S+))[ \t]*$""")
+_SNIPPET_BLOCK = re.compile(r"^[ \t]*--8<--[ \t]*$")
+_SNIPPET_RANGE = re.compile(r"^(.+?):(\d+)(?::(\d+))?$")  # file.md:3:5, file.md:3
+_FASTAPI = re.compile(
+    r"^[ \t]*\{\*[ \t]*+([^\s*]++)((?:[ \t]++[a-z]+\[[^\]\n]*+\])*+)[ \t]*+\*\}[ \t]*$"
+)
+_FASTAPI_LINES = re.compile(r"\bln\[([^\]]*)\]")
+_MARKDOWN_INCLUDE = re.compile(
+    r"^[ \t]*\{![ \t]*+([^\s!\[]++)(?:\[ln:([^\]\n]*+)\])?[ \t]*+!\}[ \t]*$"
+)
+_RANGE = re.compile(r"^[ \t]*(\d+)[ \t]*(?:[-:][ \t]*(\d*)[ \t]*)?$")
 _JEKYLL = re.compile(
     r"^[ \t]*\{%-?[ \t]*(include|include_relative)[ \t]+([^\s%]+)[^%]*-?%\}[ \t]*$"
 )
@@ -50,27 +75,106 @@ _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _FOLDERS = ("", "docs", "snippets", "includes", "_includes", "content")
 
 
-def include_lines(lines: list[str]) -> dict[int, tuple[str, list[str]]]:
-    """Line index -> (kind, candidate paths as written) of each include line outside fences."""
-    found: dict[int, tuple[str, list[str]]] = {}
+Lines = tuple[tuple[int, int], ...]  # a file's line ranges, 1-based, inclusive (0: its end)
+
+SNIPPET = "snippet"
+FASTAPI = "fastapi"
+MARKDOWN_INCLUDE = "markdown-include"
+MARKER = "marker"  # a line of the include syntax that stands for nothing (`--8<--` alone)
+
+
+class IncludeLine(NamedTuple):
+    """One include line: its syntax, the path as written, the file's lines it takes."""
+
+    kind: str
+    written: str
+    lines: Lines = ()  # () = the whole file
+
+
+def include_lines(lines: list[str]) -> dict[int, IncludeLine]:
+    """Line index -> the include each include line names (a MARKER: none, the line shows
+    nothing), outside fences, and markdown-include's inside them too."""
+    found: dict[int, IncludeLine] = {}
     fence = ""
+    block = -1  # the opening line of a snippet block, while in one
     for index, line in enumerate(lines):
+        if "{!" in line and (m := _MARKDOWN_INCLUDE.match(line)):
+            found[index] = IncludeLine(MARKDOWN_INCLUDE, m.group(1), _ranges(m.group(2) or ""))
+            continue
         if fence:
             stripped = line.strip()
             if stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence):
                 fence = ""
             continue
+        if block >= 0:
+            found[index] = _block_line(line)
+            block = -1 if found[index].kind == MARKER else block
+            continue
         opening = _FENCE.match(line)
         if opening:
             fence = opening.group(1)
-            continue
-        if "--8<--" in line and (m := _SNIPPET.match(line)):
-            found[index] = ("snippet", [_first(m)])
-        elif "{%" in line and (m := _JEKYLL.match(line)):
-            found[index] = (m.group(1), [m.group(2).strip("\"'")])
-        elif "{{" in line and (m := _HUGO.match(line)):
-            found[index] = ("hugo", [_first(m)])
+        elif "--8<--" in line and _SNIPPET_BLOCK.match(line) and _block_closes(lines, index):
+            found[index], block = IncludeLine(MARKER, ""), index
+        elif include := _one_line_include(line):
+            found[index] = include
     return found
+
+
+def _one_line_include(line: str) -> IncludeLine | None:
+    if "--8<--" in line and (m := _SNIPPET.match(line)):
+        return _snippet(_first(m))
+    if "{*" in line and (m := _FASTAPI.match(line)):
+        lines = _FASTAPI_LINES.search(m.group(2))
+        return IncludeLine(FASTAPI, m.group(1), _ranges(lines.group(1)) if lines else ())
+    if "{%" in line and (m := _JEKYLL.match(line)):
+        return IncludeLine(m.group(1), m.group(2).strip("\"'"))
+    if "{{" in line and (m := _HUGO.match(line)):
+        return IncludeLine("hugo", _first(m))
+    return None
+
+
+def _block_line(line: str) -> IncludeLine:
+    """A line inside a snippet block: a file to include, the closing marker, or nothing."""
+    if _SNIPPET_BLOCK.match(line):
+        return IncludeLine(MARKER, "")
+    written = line.strip()
+    return _snippet(written) if written and not written.startswith(";") else IncludeLine(MARKER, "")
+
+
+def _block_closes(lines: list[str], opening: int) -> bool:
+    """Whether a lone `--8<--` at `opening` starts a block another one closes (within the
+    includes a page may have)."""
+    ahead = lines[opening + 1 : opening + 2 + MAX_INCLUDES]
+    return any(_SNIPPET_BLOCK.match(line) for line in ahead)
+
+
+def _snippet(written: str) -> IncludeLine:
+    """A snippet's path, and the lines `file.md:FIRST:LAST` selects."""
+    if (m := _SNIPPET_RANGE.match(written)) is not None:
+        first = int(m.group(2))
+        return IncludeLine(SNIPPET, written, ((first, int(m.group(3) or first)),))
+    return IncludeLine(SNIPPET, written)
+
+
+def _ranges(written: str) -> Lines:
+    """`1-11`, `3`, `5-`, `1:4,13:20` as line ranges (what does not parse is left out)."""
+    out = []
+    for part in written.split(","):
+        if (m := _RANGE.match(part)) is not None:
+            first = int(m.group(1))
+            last = first if m.group(2) is None else int(m.group(2) or 0)
+            out.append((first, last))
+    return tuple(out)
+
+
+def selected_lines(text: str, lines: Lines) -> str:
+    """The lines of `text` that `lines` selects (all of it for ())."""
+    if not lines:
+        return text
+    rows = text.split("\n")
+    return "\n".join(
+        "\n".join(rows[max(first - 1, 0) : last or len(rows)]) for first, last in lines
+    )
 
 
 def _first(match: re.Match[str]) -> str:
@@ -87,10 +191,12 @@ def candidates(kind: str, written: str, page_path: str) -> list[str]:
         bases = [here]
     elif kind == "include":
         bases = ["_includes", "", here]
+    elif kind in (FASTAPI, MARKDOWN_INCLUDE):
+        bases = [here, *_folders_above(here), *_FOLDERS]
     else:
         bases = [here, *_FOLDERS]
     paths = [written]
-    if kind == "snippet" and ":" in written:  # "file.md:section" / "file.md:1:5"
+    if kind == SNIPPET and ":" in written:  # "file.md:section" / "file.md:1:5"
         paths.append(written.split(":", 1)[0])
     out: list[str] = []
     for path in paths:
@@ -101,6 +207,15 @@ def candidates(kind: str, written: str, page_path: str) -> list[str]:
             if joined not in out:
                 out.append(joined)
     return out
+
+
+def _folders_above(folder: str) -> list[str]:
+    """The folders that hold `folder`, nearest first (the root last, as "")."""
+    above = []
+    while folder:
+        folder = posixpath.dirname(folder)
+        above.append(folder)
+    return above
 
 
 DRAFT_SKIPPED = "draft: true in its front matter; not indexed (drafts = true keeps drafts)"

@@ -21,6 +21,7 @@ from docdex.index_format.records import (
 )
 
 from .passage_model import LazyModel
+from .progress_file import ProgressFile
 from .report import SourceReport
 from .source_budget import Spending
 from .storage.stream import SegmentStream
@@ -63,6 +64,9 @@ class RunContext:
     salvaged_vectors: dict[str, ChunkRef] = field(default_factory=dict)  # its intact chunks
     source_timeout_s: float | None = None  # what one source may take (None: no limit)
     clock: Callable[[], float] = time.monotonic
+    progress: ProgressFile = field(
+        default_factory=lambda: ProgressFile(None)
+    )  # state/progress.json
 
     @property
     def model_changed(self) -> bool:
@@ -106,4 +110,5 @@ class RunState:
         self.text.delete_page(page.doc_id)
         for ref in page.refs():
             self.tombstones.setdefault(ref.segment, set()).add(ref.index)
-            self.reusable.setdefault(ref.content_hash, ref)
+            if ref.has_vectors:
+                self.reusable.setdefault(ref.content_hash, ref)

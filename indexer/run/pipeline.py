@@ -34,24 +34,24 @@ from docdex.index_format.records import (
     Manifest,
 )
 from docdex.index_format.ref_names import base_of
-from docdex.index_format.store import (
-    list_versions,
-    load_current,
-)
+from docdex.index_format.store import load_current
 from docdex.model.model_environment import UNCONFIGURED, ModelEnvironment
 from docdex.model.protocol import TextEmbedder
 from docdex.runtime.logs import log_event
 
+from .backlog import BacklogReport, EmbedWhile, always, embed_backlog
 from .context import Dirty, IndexingError, RunContext, RunState, SourceAbandoned
 from .lock import writer_lock
 from .passage_model import LazyModel, passage_identity
-from .publishing import publish
+from .progress_file import ProgressFile
+from .publishing import next_version, publish
 from .recovery import FullRunBase, drop_versions, full_run_base, intact_vectors
 from .report import RunReport, log_run, record_run
 from .source_budget import Spending
 from .source_run.source_indexing import drop_entry, index_source
 from .storage.full_disk import NoSpace, disk_full_is_an_error
 from .storage.garbage_collection import collect_garbage
+from .storage.kept_vectors import kept_vectors
 from .storage.stream import SegmentStream
 from .storage.text_index import TextIndexBuilder, reusable_text_index, text_outdated
 
@@ -70,6 +70,7 @@ def index_sources(
     source_timeout_s: float | None = None,
     clock: Callable[[], float] = time.monotonic,
     model_environment: ModelEnvironment = UNCONFIGURED,
+    embed_while: EmbedWhile | None = always,
 ) -> RunReport:
     """Index the named sources (all when None) and publish a version if anything changed.
 
@@ -79,7 +80,8 @@ def index_sources(
     other sources are indexed from their branch head as always. `embedder`: a model already
     loaded (else one is loaded when a text needs embedding, with `model_environment`).
     `source_timeout_s`: what one source may take on `clock` before it fails on its own
-    (None: no limit).
+    (None: no limit). Chunks a version holds without vectors (keywords first) are then
+    embedded, a version published at a time, while `embed_while()` says so (None: not at all).
     """
     selected = _select(config, names)
     data.ensure()
@@ -101,20 +103,83 @@ def index_sources(
             clock=clock,
             config=config,
             model_environment=model_environment,
+            progress=ProgressFile(data, clock),
         )
         if ctx.text_outdated or ctx.model_changed:
             selected = list(config.sources)
+        ctx.progress.start([s.name for s in selected])
         try:
             with disk_full_is_an_error(data, config.settings.keep_versions):
                 report = _run(ctx, config, selected, started)
+                if embed_while is not None:
+                    _add_backlog(report, embed_backlog(ctx, embed_while), started)
         except NoSpace:
             raise  # nothing can be recorded on a full disk; the error says it all
         except DocdexError as exc:
             record_failure(data, str(exc), time.monotonic() - started)
             raise
+        finally:
+            ctx.progress.close()
         record_run(data, report)
     log_run(report)
     return report
+
+
+def embed_waiting(
+    data: DataDir,
+    config: Config,
+    embed_while: EmbedWhile = always,
+    embedder: TextEmbedder | None = None,
+    model_environment: ModelEnvironment = UNCONFIGURED,
+) -> RunReport:
+    """Only the chunks the current version holds without vectors, embedded while
+    `embed_while()` says so (the worker's cycle when no request waits)."""
+    data.ensure()
+    with writer_lock(data):
+        started = time.monotonic()
+        ctx = _context(
+            data,
+            config.settings,
+            False,
+            embedder,
+            False,
+            None,
+            config=config,
+            model_environment=model_environment,
+            progress=ProgressFile(data),
+        )
+        ctx.progress.start([])
+        try:
+            backlog = embed_backlog(ctx, embed_while)
+        finally:
+            ctx.progress.close()
+    previous = ctx.previous
+    report = RunReport(
+        version=previous.version if previous else None,
+        previous_version=previous.version if previous else None,
+        published=False,
+        sources=[],
+        chunks=previous.chunks if previous else 0,
+        windows_embedded=0,
+        segments=len(previous.segments) if previous else 0,
+        compacted=False,
+        took_s=round(time.monotonic() - started, 3),
+        embed_s=0.0,
+        peak_rss_mb=0.0,
+    )
+    _add_backlog(report, backlog, started)
+    return report
+
+
+def _add_backlog(report: RunReport, backlog: BacklogReport, started: float) -> None:
+    """The report of a run that went on embedding after it published."""
+    report.took_s = round(time.monotonic() - started, 3)
+    report.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    report.embedded_versions = backlog.versions
+    report.waiting_chunks = backlog.waiting
+    report.windows_embedded += backlog.windows
+    if backlog.versions:
+        report.version, report.published = backlog.versions[-1], True
 
 
 def _select(config: Config, names: list[str] | None) -> list[SourceConfig]:
@@ -137,6 +202,7 @@ def _context(
     clock: Callable[[], float] = time.monotonic,
     config: Config | None = None,
     model_environment: ModelEnvironment,
+    progress: ProgressFile | None = None,
 ) -> RunContext:
     previous = base.previous if base else load_current(data)
     spec = config.embedder_spec() if config is not None else None
@@ -147,7 +213,7 @@ def _context(
         data=data,
         settings=settings,
         previous=previous,
-        version=_next_version(data),
+        version=next_version(data),
         model=model,
         passage_model=LazyModel(settings, embedder, spec, model, model_environment),
         rebuild=full
@@ -163,6 +229,7 @@ def _context(
         salvaged_vectors=base.vectors if base else {},
         source_timeout_s=source_timeout_s,
         clock=clock,
+        progress=progress or ProgressFile(None),
     )
 
 
@@ -218,6 +285,7 @@ def _attempt(
     run.stream.flush()
     ctx.passage_model.release()  # nothing is embedded after the last segment
     manifest = publish(ctx, run)
+    ctx.progress.published(manifest.version)
     drop_versions(ctx.data, list(ctx.damaged_versions))
     return manifest
 
@@ -252,6 +320,8 @@ def _start(ctx: RunContext, given_up: dict[str, str], embedded: dict[str, ChunkR
         text_sink=text.add,
         damaged=ctx.damaged_segments,
         library=lambda: _every_chunk(ctx),
+        keywords_first=ctx.settings.keywords_first,
+        kept=lambda: kept_vectors(ctx.data, previous, ctx.damaged_segments),
     )
     return RunState(
         text=text,
@@ -274,11 +344,6 @@ def _within_budget(ctx: RunContext, spending: Spending) -> Callable[[], TextEmbe
         return ctx.passage_model()
 
     return load
-
-
-def _next_version(data: DataDir) -> int:
-    versions = list_versions(data)
-    return (versions[-1] + 1) if versions else 1
 
 
 def _drop_removed_sources(ctx: RunContext, run: RunState, config: Config) -> None:

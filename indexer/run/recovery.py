@@ -98,6 +98,8 @@ def intact_vectors(
     for ref in manifest.segments:
         if ref.id in damaged:
             continue
+        if ref.keywords_only:  # no vectors to copy yet
+            continue
         for index, chunk in enumerate(load_segment(data, ref.id, manifest.embedder.dim).chunks):
             location = (ref.id, index, chunk.window_start, chunk.window_count)
             out.setdefault(chunk.content_hash, ChunkRef(*location, chunk.content_hash))

@@ -53,6 +53,10 @@ class RunReport(msgspec.Struct):
     peak_rss_mb: float
     gc: GcReport | None = None
     segments_written: int = 0  # new segments of this run, before compaction
+    # keywords first (adr/0042): the versions published as waiting chunks got their vectors,
+    # and how many chunks still wait when the run ended
+    embedded_versions: list[int] = []
+    waiting_chunks: int = 0
 
 
 def log_run(report: RunReport) -> None:

@@ -5,10 +5,12 @@
 
 It merges every pending request into one cycle (one version for many pushes), runs the cycle
 in a subprocess with a time limit, records its metrics or its failure for /health, and only
-then removes the requests the cycle covered: a worker killed at any moment loses nothing,
-the next one does the work again. Only one worker runs per data directory (a flock the
-kernel drops when its holder dies). This module stays light (no pipeline import): the
-post-receive hook's worker pays for the heavy imports only inside the cycle process.
+then removes the requests the cycle covered. While the current version holds chunks without
+vectors (published keywords first) and no request waits, it runs cycles that embed them. A
+worker killed at any moment loses nothing: the next one does the work again. Only one
+worker runs per data directory (a flock the kernel drops when its holder dies). This module
+stays light (no pipeline import): the post-receive hook's worker pays for the heavy imports
+only inside the cycle process.
 """
 
 from __future__ import annotations
@@ -28,10 +30,13 @@ from pathlib import Path
 
 import msgspec
 
+from docdex.errors import DocdexError
 from docdex.index_format.config import ConfigError, Settings, load_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.metrics import record_failure
 from docdex.index_format.queue import IndexRequest, pending_requests, remove_requests
+from docdex.index_format.run_progress import waiting_chunks
+from docdex.index_format.store import current_version, load_manifest
 from docdex.runtime.logs import DEFAULT_LOGS, LogSettings
 
 from .cycle import EXIT_INVALID
@@ -64,6 +69,8 @@ class CycleReport(msgspec.Struct):
     chunks: int = 0
     took_s: float = 0.0
     peak_rss_mb: float = 0.0
+    embedded_versions: list[int] = []
+    waiting_chunks: int = 0  # still without vectors: the worker runs another cycle for them
 
 
 @dataclass
@@ -123,6 +130,7 @@ def run_cycle(
     settings: Settings,
     stop,
     logs: LogSettings = DEFAULT_LOGS,
+    embed_only: bool = False,
 ) -> CycleResult:
     """Run `python -m docdex.indexer.triggers.cycle` for `names` (None = every source) and wait
     for it, killing it past settings.cycle_timeout_s or when stop() turns true. It logs as
@@ -131,6 +139,8 @@ def run_cycle(
     command += ["--nice", str(settings.nice), *logs.flags()]
     for name in names or []:
         command += ["--source", name]
+    if embed_only:
+        command.append("--embed-only")
     started = time.monotonic()
     deadline = started + settings.cycle_timeout_s
     proc = subprocess.Popen(
@@ -224,6 +234,9 @@ class Worker:
     not_before: float = 0.0  # retry backoff
     last_active: float = field(default_factory=time.monotonic)
     failed: bool = False
+    embed_failures: int = 0  # embedding cycles failed in a row (given up at MAX_ATTEMPTS)
+    checked_version: int | None = None  # the version `waiting` was read from
+    waiting: int = 0  # chunks that version holds without vectors
 
     def run(self) -> int:
         """Serve the queue until idle (--idle-exit), drained (--once) or stopped."""
@@ -287,9 +300,51 @@ class Worker:
                 if self.once and not done:
                     return
                 continue
+            if self._vectors_wait():
+                self._embed()
+                self.last_active = time.monotonic()
+                continue
             if self.once:
                 return
             time.sleep(self.poll_s)
+
+    def _vectors_wait(self) -> bool:
+        """Whether the current version holds chunks without vectors (keywords first) that
+        a cycle should embed: read again only when CURRENT names another version."""
+        if self.embed_failures >= MAX_ATTEMPTS:
+            return False
+        try:
+            version = current_version(self.data)
+            if version != self.checked_version:
+                manifest = load_manifest(self.data, version) if version is not None else None
+                self.checked_version = version
+                self.waiting = waiting_chunks(manifest)
+        except DocdexError:
+            return False  # a damaged version: the next run repairs it, not an embedding cycle
+        return self.waiting > 0
+
+    def _embed(self) -> None:
+        """One cycle that embeds what waits for vectors, until a request comes."""
+        try:
+            settings = load_config(self.data).settings
+        except ConfigError as exc:
+            self._embed_failed(CycleResult("failed", 0.0, error=str(exc)))
+            return
+        log.info("embedding %d chunks published for keywords first", self.waiting)
+        result = run_cycle(self.data, None, settings, self.interrupted, self.logs, embed_only=True)
+        if result.status == "ok":
+            self.embed_failures = 0
+            self._record_report(result)
+        elif result.status != "stopped":
+            self._embed_failed(result)
+
+    def _embed_failed(self, result: CycleResult) -> None:
+        self.failed = True
+        self.embed_failures += 1
+        record_failure(self.data, result.error, result.duration_s or None)
+        delay = BACKOFF_S * 2 ** (self.embed_failures - 1)
+        log.error("embedding failed: %s; trying again in %.0f s", result.error, delay)
+        self.not_before = time.monotonic() + delay
 
     def _handle(self, requests: list[IndexRequest]) -> bool:
         """One cycle for every pending request. False when it must be tried again later."""
@@ -343,6 +398,8 @@ class Worker:
             if source.status == "failed":
                 log.error("source %s failed: %s", source.name, source.error)
         what = f"published version {report.version}" if report.published else "nothing changed"
+        if report.waiting_chunks:
+            what += f" ({report.waiting_chunks} chunks wait for vectors)"
         log.info(
             "%s (%s; %d chunks, %d embedded) in %.1f s, peak RSS %.0f MB",
             what,

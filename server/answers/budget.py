@@ -9,6 +9,7 @@ others out; a text that does not fit is cut at a line (else a word) boundary and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeVar
 
 import msgspec
@@ -75,12 +76,22 @@ def within_cap(answer: AnswerT, items: str) -> AnswerT:
     def keeping(n: int) -> AnswerT:
         return msgspec.structs.replace(answer, **{items: full[:n], "omitted": len(full) - n})
 
-    low, high = 0, len(full)  # keeping(low) fits (the items' metadata is clipped), high not
+    def fits(n: int) -> bool:  # keeping(0) does: the items' metadata is clipped
+        return answer_chars(keeping(n)) <= ANSWER_CAP_CHARS
+
+    return keeping(longest_prefix(len(full), fits))
+
+
+def longest_prefix(count: int, fits: Callable[[int], bool]) -> int:
+    """The largest n <= count for which `fits(n)` (false from some n on, true for 0), by
+    bisection."""
+    if fits(count):
+        return count
+    low, high = 0, count
     while high - low > 1:
         middle = (low + high) // 2
-        fits = answer_chars(keeping(middle)) <= ANSWER_CAP_CHARS
-        low, high = (middle, high) if fits else (low, middle)
-    return keeping(low)
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
 
 
 def cut(text: str, limit: int) -> str:

@@ -4,6 +4,9 @@ characters and an opaque cursor that continues exactly where the window stopped.
 A window is a slice [begin, end) of the text, so the windows a cursor chain visits,
 concatenated, give back the text. It ends after a line break where one falls inside the
 budget, else after a space in the budget's second half, else at the budget.
+
+Listings page on the same way: resources/list and query_docs hand out an opaque cursor that
+names the last item answered, and the next answer starts after it.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import hashlib
 
 import msgspec
 
@@ -112,15 +116,43 @@ def decode_page_cursor(text: str) -> str:
     """The doc_id a resources/list cursor continues after ("" for no cursor)."""
     if not text:
         return ""
-    try:
-        kind, after = msgspec.msgpack.decode(_unb64(text), type=tuple[str, str])
-    except (binascii.Error, ValueError, msgspec.DecodeError):
-        kind = after = ""
-    if kind != "pages":
-        raise InvalidArgument(
-            "cursor is not one resources/list returned; pass nextCursor unchanged"
-        )
+    [after] = _after_key(text, "pages", 1, "resources/list", "nextCursor")
     return after
+
+
+def query_filters(*filters: object) -> str:
+    """A digest of query_docs' filters: its cursor continues the same query only."""
+    return hashlib.sha256(msgspec.msgpack.encode(filters)).hexdigest()[:16]
+
+
+def encode_query_cursor(filters: str, last: tuple[str, str]) -> str:
+    """query_docs' cursor: the next answer starts after the page `last` (source, path) of
+    the query whose filters digest to `filters`."""
+    return _b64(msgspec.msgpack.encode(["query", filters, *last]))
+
+
+def decode_query_cursor(text: str, filters: str) -> tuple[str, str] | None:
+    """The (source, path) a query_docs cursor continues after (None for no cursor)."""
+    if not text:
+        return None
+    made_for, source, path = _after_key(text, "query", 3, "query_docs", "next_cursor")
+    if made_for != filters:
+        raise InvalidArgument(
+            "this cursor continues a query_docs call with other filters; pass it with the "
+            "filters it came with, or leave it out to start again"
+        )
+    return source, path
+
+
+def _after_key(text: str, kind: str, size: int, tool: str, field: str) -> list[str]:
+    """The strings after `kind` in a listing cursor of `size` of them."""
+    try:
+        decoded = msgspec.msgpack.decode(_unb64(text), type=list[str])
+    except (binascii.Error, ValueError, msgspec.DecodeError):
+        decoded = []
+    if decoded[:1] != [kind] or len(decoded) != size + 1:
+        raise InvalidArgument(f"cursor is not one {tool} returned; pass {field} unchanged")
+    return decoded[1:]
 
 
 def _b64(raw: bytes) -> str:
@@ -156,4 +188,30 @@ def decode_cursor(text: str, doc_id: str, content: str, length: int) -> Cursor:
         )
     if not 0 <= cursor.offset < cursor.stop <= length:
         raise InvalidArgument("cursor is not one get_document returned; pass next_cursor unchanged")
+    return cursor
+
+
+class ChangesCursor(msgspec.Struct, frozen=True, array_like=True):
+    """Where a `changes` answer continues: the same range, pinned to the commits its ends
+    resolved to (so that a branch moving meanwhile does not mix two ranges), from `offset`."""
+
+    source: str
+    ref: str
+    since: str  # a commit id ("" = the start of history)
+    until: str  # a commit id
+    path_prefix: str
+    offset: int
+
+
+def encode_changes_cursor(cursor: ChangesCursor) -> str:
+    return _b64(msgspec.msgpack.encode(["changes", cursor]))
+
+
+def decode_changes_cursor(text: str) -> ChangesCursor:
+    try:
+        kind, cursor = msgspec.msgpack.decode(_unb64(text), type=tuple[str, ChangesCursor])
+    except (binascii.Error, ValueError, msgspec.DecodeError):
+        kind, cursor = "", None
+    if kind != "changes" or cursor is None or cursor.offset < 0:
+        raise InvalidArgument("cursor is not one changes returned; pass next_cursor unchanged")
     return cursor

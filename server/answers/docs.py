@@ -16,16 +16,39 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from docdex.errors import InvalidArgument
+from docdex.errors import InvalidArgument, NotFound, shown
 from docdex.index_format.config import Config, ConfigError, SourceConfig, load_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.records import CHUNK_ID, ServedPage, SourceState
 from docdex.index_format.ref_names import base_of
-from docdex.server.engine import Engine, SearchResult, VersionReader, check_num_results, clip
+from docdex.index_format.run_progress import embedding_sentence, read_progress
+from docdex.server.engine import (
+    Engine,
+    Scope,
+    SearchResult,
+    VersionReader,
+    check_num_results,
+    clip,
+)
 from docdex.server.versions import NoVersion, VersionHolder
 
-from .budget import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, check_max_chars, within_cap
-from .cursors import RESOURCE_PAGE, check_lines, decode_page_cursor, encode_page_cursor
+from .budget import (
+    ANSWER_CAP_CHARS,
+    DEFAULT_MAX_CHARS,
+    MAX_MAX_CHARS,
+    answer_chars,
+    check_max_chars,
+    within_cap,
+)
+from .cursors import (
+    RESOURCE_PAGE,
+    check_lines,
+    decode_page_cursor,
+    decode_query_cursor,
+    encode_page_cursor,
+    encode_query_cursor,
+    query_filters,
+)
 from .documents import (
     DESCRIPTION_CHARS,
     Paging,
@@ -34,14 +57,16 @@ from .documents import (
     page_summary,
     page_text,
     source_info,
+    version_document,
 )
-from .freshness import UNKNOWN, FreshnessWatch
+from .freshness import UNKNOWN, FreshnessWatch, indexing_note
+from .git_history.source_history import ChangesAsk, SourceHistory
 from .health import failing_models, health_report
 from .instructions import server_instructions
 from .page_views import PageView, page_view
 from .permalinks import LinkBook
 from .reindex import request_reindex
-from .shapes import Document, PageList, PageSummary, ReindexReceipt, SourceInfo, SourceList
+from .shapes import Changes, Document, PageList, PageSummary, ReindexReceipt, SourceInfo, SourceList
 from .source_limits import EVERY_SOURCE, SourceLimit
 from .validation import check_doc_id, check_limit, parse_date, unknown_doc
 from .widening import hits_to_ask, with_context
@@ -71,7 +96,15 @@ class Docs:
         self.started = time.monotonic() if started is None else started
         self.links = LinkBook(data)
         self.freshness = FreshnessWatch(data)
+        self.history = SourceHistory(data, self.links)
         self.limit = EVERY_SOURCE
+        holder.explain_absence = lambda: _nothing_yet(data)
+
+    def close(self) -> None:
+        """Stop following new versions and close what the answers hold open (after the last
+        request)."""
+        self.holder.stop()
+        self.history.close()
 
     def for_caller(self, limit: SourceLimit) -> Docs:
         """These answers as a caller limited to `limit` gets them: every method sees only
@@ -92,15 +125,21 @@ class Docs:
         max_chars: int = DEFAULT_MAX_CHARS,
         ref: str = "",
         tags: Sequence[str] = (),
+        changed_since: str = "",
     ) -> SearchResult:
         """search_docs and /api/search: the hits' texts hold at most `max_chars`. Without a
-        `ref`, each source's default ref."""
+        `ref`, each source's default ref; with `changed_since`, only pages changed since then
+        (a tag, branch, commit, date or age) up to the commit each entry was indexed at."""
         check_max_chars(max_chars)
         check_num_results(num_results)
         with self.holder.acquire() as engine:
-            scope = self.limit.scope(
+            scope = self._scope(
                 engine, _text("source", source), _text("ref", ref), path_prefix, _tags(tags)
             )
+            if changed_since:
+                since = _text("changed_since", changed_since)
+                config = self._config()
+                scope = self.history.changed_scope(config, self.limit, engine.index, scope, since)
             found = engine.search(query, hits_to_ask(num_results), scope)
             result = with_context(engine.index, found, num_results, max_chars)
         log.info(
@@ -124,15 +163,20 @@ class Docs:
         limit: int = 20,
         ref: str = "",
         tags: Sequence[str] = (),
+        cursor: str = "",
     ) -> PageList:
-        """Pages by metadata, sorted by source and path: at most `limit` of `total`. Without
-        a `ref`, each source's default ref."""
+        """Pages by metadata, sorted by source and path: at most `limit` of `total`, after
+        where `cursor` points. Without a `ref`, each source's default ref."""
         check_limit(limit)
         after = parse_date("created_after", created_after)
         before = parse_date("created_before", created_before)
+        filters = query_filters(
+            source, file_path_contains, title_contains, created_after, created_before, ref, tags
+        )
+        resume = decode_query_cursor(cursor, filters)
         path_part, title_part = file_path_contains.casefold(), title_contains.casefold()
         with self.holder.acquire() as engine:
-            scope = self.limit.scope(
+            scope = self._scope(
                 engine, _text("source", source), _text("ref", ref), tags=_tags(tags)
             )
             index = engine.index
@@ -145,17 +189,18 @@ class Docs:
                 and _created_within(page, after, before)
             ]
             version = index.version
-        matched.sort(key=lambda p: (p.source, p.path))
+        matched.sort(key=_listing_key)
+        following = [p for p in matched if resume is None or _listing_key(p) > resume]
         answer = PageList(
             documents=[
-                self.links.summary(page_summary(p, index.ref_of(p.source))) for p in matched[:limit]
+                self.links.summary(page_summary(p, index.ref_of(p.source)))
+                for p in following[:limit]
             ],
             total=len(matched),
-            truncated=len(matched) > limit,
+            truncated=len(following) > limit,
             index_version=version,
         )
-        answer = within_cap(answer, "documents")
-        return msgspec.structs.replace(answer, truncated=len(answer.documents) < answer.total)
+        return _with_cursor(within_cap(answer, "documents"), len(following), filters)
 
     def get_document(
         self,
@@ -177,7 +222,11 @@ class Docs:
         with self.holder.acquire() as engine:
             index = engine.index
             self._check_seen(index, doc_id)
-            doc_id = index.doc_id_at(doc_id, _text("ref", ref))
+            try:
+                doc_id = index.doc_id_at(doc_id, _text("ref", ref))
+            except NotFound:  # a ref no entry indexes: a commit, tag or branch, read from git
+                answer = self._document_at(index, doc_id, ref, paging)
+                return within_cap(self.links.document(answer), "sections")
             if CHUNK_ID.search(doc_id) and (chunk := index.chunk(doc_id)) is not None:
                 answer = chunk_document(index, chunk, paging)
             elif (page := index.pages.get(doc_id)) is not None:
@@ -186,14 +235,78 @@ class Docs:
                 raise unknown_doc(index, doc_id, self._known(index))
         return within_cap(self.links.document(answer), "sections")
 
+    def _document_at(self, index: VersionReader, doc_id: str, ref: str, paging: Paging) -> Document:
+        if CHUNK_ID.search(doc_id):
+            raise InvalidArgument(
+                f"a section id reads the indexed text only; pass the page's id "
+                f"({shown(doc_id.partition('#')[0])}) to read it at {shown(ref)}"
+            )
+        entry, _, path = doc_id.partition(":")
+        version = self.history.page(self._config(), self.limit, entry, path, ref)
+        return version_document(index, doc_id, version, ref, paging)
+
+    def changes(
+        self,
+        source: str = "",
+        since: str = "",
+        until: str = "",
+        ref: str = "",
+        path_prefix: str = "",
+        cursor: str = "",
+        max_chars: int = DEFAULT_MAX_CHARS,
+    ) -> Changes:
+        """The changes tool and /api/changes: the pages changed between `since` and `until`
+        in a source's history (read from its repository), a window of about `max_chars` at a
+        time; `cursor` continues one."""
+        texts = {"source": source, "since": since, "until": until, "ref": ref}
+        ask = ChangesAsk(
+            **{name: _text(name, value) for name, value in texts.items()},
+            path_prefix=path_prefix,
+            cursor=cursor,
+        )
+        answer = self.history.changes(self._config(), self.limit, ask, max_chars)
+        log.info(
+            "changes %s %s..%s -> %d of %d pages",
+            answer.source,
+            answer.since.commit[:12] or "start",
+            answer.until.commit[:12],
+            len(answer.pages),
+            answer.total,
+        )
+        return answer
+
+    def _scope(self, engine: Engine, source: str, *args: Any, **kwargs: Any) -> Scope:
+        """The caller's scope of a search; a source the served version lacks that a run is
+        indexing (or a request waits for) says so instead of being an unknown source."""
+        try:
+            return self.limit.scope(engine, source, *args, **kwargs)
+        except InvalidArgument:
+            if not source or source in engine.index.sources or not self.limit.allows(source):
+                raise
+            note = indexing_note(self.data, source)
+            if not note:
+                raise
+            raise InvalidArgument(
+                f"{note}; search it once its first version is published"
+            ) from None
+
     def list_sources(self) -> SourceList:
         """The indexed sources (each indexed ref an entry), how current each is, then the
         configured sources the served version lacks."""
-        with self.holder.acquire() as engine:
-            states = self.limit.states(engine.index.manifest.sources)
-            version = engine.version
-            failing = failing_models(engine.models, self.limit)
-        sources = self._source_infos(states, fresh=True)
+        states: dict[str, SourceState] = {}
+        version, failing, waiting = 0, [], {}  # nothing served yet: the configured sources
+        try:
+            with self.holder.acquire() as engine:
+                states = self.limit.states(engine.index.manifest.sources)
+                version = engine.version
+                failing = failing_models(engine.models, self.limit)
+                waiting = waiting_by_entry(engine.index)
+        except NoVersion:
+            pass
+        sources = [
+            _with_embedding(info, waiting.get(info.name, 0), self.data)
+            for info in self._source_infos(states, fresh=True)
+        ]
         answer = SourceList(sources=sources, index_version=version, failing_models=failing)
         return within_cap(answer, "sources")
 
@@ -216,7 +329,8 @@ class Docs:
                 name=name,
                 indexed=False,
                 description=_description(config),
-                note="configured but not in this index version yet",
+                note=indexing_note(self.data, name)
+                or "configured but not in this index version yet",
             )
             for name, config in configured.items()
             if name not in states
@@ -318,6 +432,31 @@ class Docs:
         return None if self.limit.unlimited else self.limit.entries(index)
 
 
+def waiting_by_entry(index: VersionReader) -> dict[str, int]:
+    """Per entry, its chunks that wait for vectors (in keywords-only segments)."""
+    keywords = {s.id for s in index.manifest.segments if s.keywords_only}
+    out: dict[str, int] = {}
+    for page in index.pages.values() if keywords else ():
+        count = sum(1 for ref in page.chunks if ref.segment in keywords)
+        if count:
+            out[page.source] = out.get(page.source, 0) + count
+    return out
+
+
+def _with_embedding(info: SourceInfo, waiting: int, data: DataDir) -> SourceInfo:
+    """An entry whose chunks wait for vectors says how far their embedding is."""
+    if not waiting:
+        return info
+    return msgspec.structs.replace(
+        info, note=embedding_sentence(waiting, info.chunks, read_progress(data))
+    )
+
+
+def _nothing_yet(data: DataDir) -> str:
+    note = indexing_note(data)
+    return f"nothing is served yet: {note}" if note else ""
+
+
 def _created_within(page: ServedPage, after: datetime | None, before: datetime | None) -> bool:
     if after is None and before is None:
         return True
@@ -327,6 +466,26 @@ def _created_within(page: ServedPage, after: datetime | None, before: datetime |
         return False  # no usable date: it cannot satisfy a date filter
     created = created if created.tzinfo else created.replace(tzinfo=UTC)
     return (after is None or created > after) and (before is None or created < before)
+
+
+def _with_cursor(answer: PageList, following: int, filters: str) -> PageList:
+    """The answer with the cursor after its last page when `following` pages came after the
+    cursor it was asked with; a page fewer should the cursor take it over the cap."""
+    while True:
+        more = len(answer.documents) < following
+        last = answer.documents[-1] if answer.documents else None
+        cursor = encode_query_cursor(filters, (last.source, last.path)) if more and last else ""
+        paged = msgspec.structs.replace(answer, truncated=more, next_cursor=cursor)
+        if not cursor or answer_chars(paged) <= ANSWER_CAP_CHARS:
+            return paged
+        answer = msgspec.structs.replace(
+            answer, documents=answer.documents[:-1], omitted=answer.omitted + 1
+        )
+
+
+def _listing_key(page: ServedPage) -> tuple[str, str]:
+    """query_docs' order, and where its cursor resumes."""
+    return page.source, page.path
 
 
 def _description(config: SourceConfig | None) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from docdex.history import PageVersion
 from docdex.index_format.reassembly import reassemble
 from docdex.index_format.records import CHUNK_ID, ChunkRecord, ServedPage, SourceState, chunk_id
 from docdex.server.engine import (
@@ -31,6 +32,7 @@ TEXT_KIND = (
     "the file's text, rebuilt from the indexed chunks and front matter, line for line (empty "
     "lines at its end left out)"
 )
+GIT_TEXT_KIND = "the file's text read from the repository's history (not the index) at commit"
 DESCRIPTION_CHARS = 500
 MAX_TAGS = 20
 TAG_CHARS = 80
@@ -182,15 +184,46 @@ def _window(
         uri=resource_uri(of.source, of.path),
         title=clip(of.title, TITLE_CHARS),
         commit=commit,
-        text=window.text,
-        start_line=window.start_line,
-        end_line=window.end_line,
-        last_line=lines.last_line,
-        truncated=bool(cursor),
-        next_cursor=cursor,
+        **_window_fields(window, lines, cursor),
         index_version=index.version,
         ref=index.ref_of(of.source),
         **own,
+    )
+
+
+def _window_fields(window: Window, lines: Lines, cursor: str) -> dict[str, Any]:
+    """What every Document says of its window: its text, its lines, and how to read on."""
+    return {
+        "text": window.text,
+        "start_line": window.start_line,
+        "end_line": window.end_line,
+        "last_line": lines.last_line,
+        "truncated": bool(cursor),
+        "next_cursor": cursor,
+    }
+
+
+def version_document(
+    index: VersionReader, doc_id: str, version: PageVersion, ref: str, paging: Paging
+) -> Document:
+    """A window of a page as of a commit, read from git (`version`), not from the index:
+    its whole file, with the same windows and cursors as an indexed page's."""
+    lines = Lines(version.text)
+    window, cursor = paging.window(lines, doc_id, version.blob)
+    source = doc_id.partition(":")[0]
+    return Document(
+        kind="page",
+        doc_id=doc_id,
+        source=source,
+        path=version.path,
+        uri=resource_uri(source, version.path),
+        title="",
+        commit=version.at.commit,
+        **_window_fields(window, lines, cursor),
+        index_version=index.version,
+        ref=ref,
+        size=len(version.text.encode("utf-8", "surrogateescape")),
+        text_kind=f"{GIT_TEXT_KIND} {version.at.commit[:12]}",
     )
 
 

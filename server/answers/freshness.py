@@ -25,6 +25,7 @@ from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import IndexRequest, pending_requests
 from docdex.index_format.records import SourceState
 from docdex.index_format.ref_names import base_of, full_ref
+from docdex.index_format.run_progress import READING, read_progress, reading_sentence
 from docdex.runtime.times import iso_utc
 
 log = logging.getLogger("docdex.server")
@@ -123,3 +124,23 @@ def _timestamp(text: str) -> float | None:
     except ValueError:
         return None
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def indexing_note(data: DataDir, source: str = "") -> str:
+    """What is being done to index `source` (any source when ""), in a sentence: a run
+    reading it ("source docs is being indexed: 120 of 3,112 pages read, since ..."), a run
+    that will, or a request waiting for the worker; "" when nothing is."""
+    progress = read_progress(data)
+    if progress is not None and progress.phase == READING:
+        if not source or progress.source == source:
+            return reading_sentence(progress)
+        if source in progress.sources:
+            return (
+                f"source {source} is being indexed by the run that began at "
+                f"{progress.started_at} (reading {progress.source or 'another source'} now)"
+            )
+    waiting = [r for r in pending_requests(data) if not source or r.source in ("", source)]
+    if waiting:
+        which = f"source {source}" if source else "the index"
+        return f"{which} is queued for indexing since {waiting[0].requested_at}"
+    return ""

@@ -13,7 +13,13 @@ Its status, the first that applies:
                     their fused order)
     200 "stale"     a source's ref has been ahead of its index for longer than
                     `stale_after_s` (the hook, the worker or the poller is not working)
+    200 "indexing"  a run is reading pages (`indexing`: state/progress.json), or the
+                    served version's chunks wait for vectors (`embedding`: how many, how
+                    far, how fast, how long still; their hits are found by keywords)
     200 "ok"        a version is served and it is the one CURRENT names
+
+With nothing to serve (503) the status is "indexing" while a first run reads pages,
+"starting" while a request waits that no run has begun, else "error".
 
 `status_detail` says in a sentence why the status is not "ok" ("" when it is).
 
@@ -33,7 +39,17 @@ import msgspec
 
 from docdex.index_format import metrics
 from docdex.index_format.layout import DataDir
+from docdex.index_format.queue import pending_requests
 from docdex.index_format.records import SourceState
+from docdex.index_format.run_progress import (
+    EMBEDDING,
+    READING,
+    RunProgress,
+    embedding_sentence,
+    read_progress,
+    reading_sentence,
+    waiting_chunks,
+)
 from docdex.server.engine import Engine, RerankerError, SearchModels, VersionReader
 from docdex.server.versions import NoVersion, VersionHolder, VersionStats
 
@@ -60,6 +76,8 @@ def health_report(
     """(HTTP status, body); `started` is the time.monotonic() of the server's start."""
     stats = holder.stats()
     body = _status_body(data, embedder, reranker, stats, started)
+    progress = _visible(read_progress(data), limit)
+    body["indexing"] = msgspec.to_builtins(progress)
     if not limit.unlimited:
         _withhold(body, limit)
     try:
@@ -73,11 +91,35 @@ def health_report(
             }
             served = index.manifest.embedder  # the model its queries are embedded with
             body["models"].update(embedder=served.id, dim=served.dim)
+            body["embedding"] = _embedding(index, progress)
     except NoVersion as exc:
-        body.update(status="error", error=str(exc), status_detail=f"nothing is served: {exc}")
+        status, detail = _nothing_served(data, progress, exc)
+        body.update(status=status, error=str(exc), status_detail=detail)
         return 503, body
-    body["status"], body["status_detail"] = _status(body)
+    body["status"], body["status_detail"] = _status(body, progress)
     return 200, body
+
+
+def _visible(progress: RunProgress | None, limit: SourceLimit) -> RunProgress | None:
+    """A run's progress without the sources a limited caller may not see."""
+    if progress is None or limit.unlimited:
+        return progress
+    source = progress.source if progress.source and limit.allows(progress.source) else ""
+    return msgspec.structs.replace(progress, sources=limit.names(progress.sources), source=source)
+
+
+def _nothing_served(data: DataDir, progress: RunProgress | None, exc: NoVersion) -> tuple[str, str]:
+    """Why nothing is served: a first index under way ("indexing"), one asked for that no
+    run has begun yet ("starting"), or an error."""
+    if progress is not None:
+        return "indexing", f"nothing is served yet: {reading_sentence(progress)}"
+    queued = pending_requests(data)
+    if queued:
+        return "starting", (
+            f"nothing is served yet: indexing was asked for at {queued[0].requested_at} and "
+            "the worker is starting"
+        )
+    return "error", f"nothing is served: {exc}"
 
 
 WITHHELD = "withheld from a token limited to some sources"
@@ -110,7 +152,7 @@ def _withhold(body: dict[str, Any], limit: SourceLimit) -> None:
         body["last_ingestion_failure"] = None if failure["source"] else withheld
 
 
-def _status(body: dict[str, Any]) -> tuple[str, str]:
+def _status(body: dict[str, Any], progress: RunProgress | None) -> tuple[str, str]:
     """The status of a server that serves a version, and why, in a sentence."""
     refused = body["refused_version"]
     if refused:  # serving an older version than CURRENT names
@@ -125,7 +167,18 @@ def _status(body: dict[str, Any]) -> tuple[str, str]:
             f"behind the repository for longer than stale_after_s: {_names(stale)} (are the "
             "hook, the worker and the poller running?)"
         )
-    return "ok", ""
+    return _indexing_status(body, progress)
+
+
+def _indexing_status(body: dict[str, Any], progress: RunProgress | None) -> tuple[str, str]:
+    """ "indexing" while a run reads pages or the served version's chunks wait for vectors."""
+    said = []
+    if progress is not None and progress.phase == READING:
+        said.append(reading_sentence(progress))
+    embedding = body["embedding"]
+    if embedding is not None:
+        said.append(embedding["detail"])
+    return ("indexing", "; ".join(said)) if said else ("ok", "")
 
 
 def _failing(body: dict[str, Any]) -> str:
@@ -186,6 +239,27 @@ def _status_body(
             "held_old": stats.held_old,
         },
         "uptime_s": round(time.monotonic() - started, 1),
+        # what a run is doing now (state/progress.json), and how far the served version's
+        # vectors are (None when no chunk waits for them)
+        "indexing": None,
+        "embedding": None,
+    }
+
+
+def _embedding(index: VersionReader, progress: RunProgress | None) -> dict[str, Any] | None:
+    manifest = index.manifest
+    waiting = waiting_chunks(manifest)
+    if not waiting:
+        return None
+    embedding = progress if progress is not None and progress.phase == EMBEDDING else None
+    return {
+        "chunks_waiting": waiting,
+        "chunks": manifest.chunks,
+        "windows_done": embedding.windows_done if embedding else 0,
+        "windows_total": embedding.windows_total if embedding else 0,
+        "windows_per_s": embedding.windows_per_s if embedding else 0.0,
+        "eta_s": embedding.eta_s if embedding else None,
+        "detail": embedding_sentence(waiting, manifest.chunks, embedding),
     }
 
 

@@ -14,8 +14,11 @@ USAGE = f"""\
 Tools: search_docs finds the sections that answer a question, an identifier or an error \
 message (write the query in English); get_document reads a section (chunk_id) or a page \
 (doc_id), a window at a time (follow next_cursor); query_docs lists pages by path, title \
-or date; list_sources shows each source's indexed commit and freshness; reindex asks the \
-indexer to re-read a source. Pages are also resources: {RESOURCE_TEMPLATE}.
+or date; list_sources shows each source's indexed commit and freshness; changes lists \
+the pages changed between two points of a source's history (a tag, a branch, a commit, a \
+date or an age such as 7d: "what changed since v2?"), and search_docs(changed_since=...) \
+searches only those; get_document(doc_id, ref=<commit or tag>) reads a page as it was \
+then; reindex asks the indexer to re-read a source. Pages are also resources: {RESOURCE_TEMPLATE}.
 Cite what you use as source:path:start_line-end_line, with the commit when it matters; \
 these come with every hit. When a search says low_confidence, rephrase rather than trust \
 its results."""

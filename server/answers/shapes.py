@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import msgspec
 
+from docdex.history import ChangeKind, CommitInfo, Point
+
 
 class PageSummary(msgspec.Struct):
     doc_id: str
@@ -27,13 +29,14 @@ class PageSummary(msgspec.Struct):
 
 
 class PageList(msgspec.Struct):
-    """query_docs: pages by metadata, at most `limit` of `total`."""
+    """query_docs: pages by metadata, at most `limit` of `total`; `next_cursor` continues."""
 
     documents: list[PageSummary]
-    total: int
-    truncated: bool  # more pages matched than were returned
+    total: int  # pages the filters match, before and after the cursor
+    truncated: bool  # more pages follow these: pass next_cursor as `cursor` for them
     index_version: int
     omitted: int = 0  # pages left out to keep the answer under the cap (budget.py)
+    next_cursor: str = ""  # pass as `cursor` (with the same filters) to continue ("": done)
 
 
 class Section(msgspec.Struct):
@@ -132,3 +135,42 @@ class ReindexReceipt(msgspec.Struct):
     already_pending: bool  # the same request was already waiting; no new one was filed
     serving_version: int | None
     message: str
+
+
+class ChangedPage(msgspec.Struct, omit_defaults=True):
+    """One page of a `changes` answer. `doc_id` with get_document's `ref` reads this version
+    of it: ref = the answer's until.commit (since.commit for a deleted page)."""
+
+    path: str  # at `until` (a deleted page: where it was)
+    kind: ChangeKind  # "added" | "modified" | "deleted" | "renamed"
+    doc_id: str
+    uri: str = ""  # the page as an MCP resource, as indexed ("" for a deleted page)
+    url: str = ""  # the file at that commit on the source's forge ("" = none)
+    old_path: str = ""  # a renamed page's path at `since`
+    commits: list[str] = []  # ids of the range's commits that touched it, newest first
+    commits_omitted: int = 0  # older ones past the bound, not listed
+    lines_added: int | None = None  # left out: not counted (`note` says why)
+    lines_removed: int | None = None
+    sections: list[str] = []  # breadcrumbs of the sections whose text changed ("": the top)
+    sections_omitted: int = 0
+    front_matter: bool = False  # its front matter changed
+    note: str = ""
+
+
+class Changes(msgspec.Struct):
+    """changes: the pages changed between two points of a source's history, in path order,
+    `pages` being `total`'s window from `offset`; the commits they name, once each."""
+
+    source: str
+    ref: Point  # the branch or tag read, at its tip
+    since: Point
+    until: Point
+    total: int  # pages changed in the whole range
+    offset: int
+    pages: list[ChangedPage]
+    commits: list[CommitInfo]  # newest first
+    commits_walked: int
+    complete: bool  # nothing left out: every commit walked, every page here read
+    next_cursor: str = ""  # pass as `cursor` for the pages after these ("" = none)
+    notes: list[str] = []  # what is missing and why: history cut, a bound, contents missing
+    omitted: int = 0  # pages left out to keep the answer under the cap (budget.py)

@@ -9,8 +9,10 @@ whose section does not fit takes the chunks beside it in that section, nearest f
 Climbing on to the enclosing sections of a short one held no more judged sections on any
 corpus measured, for more characters (docs/retrieval.md).
 
-The text stays an exact slice of the page (start_line-end_line), the matched chunk's lines
-are chunk_start_line-chunk_end_line, and `context` says how it was widened. No line of a
+The text is a slice of the page (start_line-end_line), shown as the site shows it
+(hit_text.py); the matched chunk's lines are chunk_start_line-chunk_end_line, and `context`
+says how it was widened. A hit whose text holds only part of a section longer than the
+bound carries the outline of its top-level section (`outline_of`). No line of a
 page comes twice. A later hit whose chunk an earlier hit's text holds adds nothing: it is
 left out, and the next one takes its place. A later hit whose section holds earlier hits of
 its page (a page's first section, which is the whole page, after a subsection) is folded
@@ -30,9 +32,17 @@ import msgspec
 
 from docdex.index_format.reassembly import reassemble
 from docdex.index_format.records import CHUNK_ID, ChunkRecord, chunk_id
-from docdex.server.engine import MAX_RESULTS, Hit, SearchResult, VersionReader
+from docdex.server.engine import (
+    MAX_RESULTS,
+    Hit,
+    OutlineEntry,
+    SearchResult,
+    VersionReader,
+    breadcrumb,
+)
 
-from .budget import Budget
+from .budget import FLOOR_CHARS, Budget
+from .hit_text import shown as shown_text
 
 # A widened text holds at most this many characters (docs/retrieval.md, "Hits with their
 # context"): 4,000 held the most judged sections of the sizes measured, and keeps a 10-hit
@@ -46,8 +56,16 @@ PAGE_HITS = 2
 # folded in.
 SPARE_HITS = 5
 
+# A hit whose text holds only part of its section carries the section's outline, at most
+# this many of its subsections, those around the hit's lines when it has more.
+OUTLINE_ENTRIES = 20
+OUTLINE_ENTRY_CHARS = 40  # what an entry's metadata counts in the budget, besides its heading
+
 SECTION = "section"
 NEIGHBOURS = "neighbours"
+
+Lines = tuple[int, int]  # a page's lines, first and last
+ChunkCache = dict[str, ChunkRecord | None]  # chunks read, by id (None: not in the version)
 
 
 def hits_to_ask(num_results: int) -> int:
@@ -62,13 +80,16 @@ def with_context(
     max_chars: int,
     context_chars: int = CONTEXT_CHARS,
     page_hits: int = PAGE_HITS,
+    outlines: bool = True,
 ) -> SearchResult:
     """The first `num_results` hits of `result` that no earlier one holds, `page_hits` of a
     page before the other pages' (0: any number), each widened to at most `context_chars`
-    within its allowance of `max_chars` (0: not widened) and cut to that allowance."""
+    within its allowance of `max_chars` (0: not widened) and cut to that allowance, with its
+    section's outline when it holds only part of it (and `outlines`)."""
     budget = Budget(max_chars)
     wanted = min(num_results, len(result.results))
     kept: list[Hit] = []
+    read: ChunkCache = {}
     for hit in _pages_spread(result.results, page_hits):
         if len(kept) == wanted:
             break
@@ -76,34 +97,77 @@ def with_context(
             continue
         after = wanted - len(kept) - 1
         room = min(context_chars, budget.allowance(after))
-        kept = _with_hit(index, kept, hit, room, budget, after)
+        outline_past = context_chars if outlines else 0
+        spending = _Spending(budget, after, context_chars > 0, outline_past, read)
+        kept = _with_hit(index, kept, hit, room, spending)
     return msgspec.structs.replace(result, results=kept)
 
 
+class _Spending(NamedTuple):
+    """What the next hit may spend: the answer's budget, the hits still to come after it;
+    whether its text is shown as the site shows it (hit_text.py), and the length of a
+    section past which a hit holding part of it takes its outline (0: none)."""
+
+    budget: Budget
+    after: int
+    readable: bool
+    outline_past: int
+    read: ChunkCache  # the chunks read for the answer so far
+
+
 def _with_hit(
-    index: VersionReader, kept: list[Hit], hit: Hit, room: int, budget: Budget, after: int
+    index: VersionReader, kept: list[Hit], hit: Hit, room: int, spending: _Spending
 ) -> list[Hit]:
     """`kept` and `hit`, widened, with no line twice: when `hit`'s section holds the earlier
     hits of its page that it overlaps, it is folded into the first of them; otherwise its
     widening stops at their lines."""
-    wide = widened(index, hit, room)
+    wide = widened(index, hit, room, read=spending.read)
     overlapped = [n for n, earlier in enumerate(kept) if _overlap(earlier, wide)]
     if not overlapped:
-        return [*kept, budget.spend(wide, after)]
+        return [*kept, _spent(index, _readable(index, wide, room, spending), spending)]
     if wide.context == SECTION and all(_inside(kept[n], wide) for n in overlapped):
-        return _folded_into(kept, overlapped, wide, budget, after)
+        readable = _readable(index, wide, room, spending)
+        return _folded_into(index, kept, overlapped, readable, spending)
     shown = [(h.start_line, h.end_line) for h in kept if h.doc_id == hit.doc_id]
-    return [*kept, budget.spend(widened(index, hit, room, shown), after)]
+    trimmed = _readable(index, widened(index, hit, room, shown, spending.read), room, spending)
+    return [*kept, _spent(index, trimmed, spending)]
+
+
+def _readable(index: VersionReader, hit: Hit, room: int, spending: _Spending) -> Hit:
+    """`hit` with its text as the site shows it (hit_text.py), within `room`."""
+    if not spending.readable:
+        return hit
+    page = index.pages.get(hit.doc_id)
+
+    def chunks() -> list[ChunkRecord]:
+        return [] if page is None else index.page_chunks(page)
+
+    return shown_text(hit, chunks, room)
+
+
+def _spent(index: VersionReader, hit: Hit, spending: _Spending) -> Hit:
+    """`hit` cut to its allowance, and, when its text holds only part of its section, with
+    the section's outline if the budget still has room for it."""
+    budget, after = spending.budget, spending.after
+    hit = budget.spend(hit, after)
+    past = spending.outline_past
+    outline = outline_of(index, hit, past, spending.read) if past else []
+    size = sum(len(entry.heading) + OUTLINE_ENTRY_CHARS for entry in outline)
+    if not outline or size > budget.left - FLOOR_CHARS * after:
+        return hit
+    budget.left -= size
+    return msgspec.structs.replace(hit, outline=outline)
 
 
 def _folded_into(
-    kept: list[Hit], held: list[int], wide: Hit, budget: Budget, after: int
+    index: VersionReader, kept: list[Hit], held: list[int], wide: Hit, spending: _Spending
 ) -> list[Hit]:
     """`kept` with the first of the hits `held` (their indexes) widened to `wide`'s text,
     which holds them all, and the others left out: it keeps its rank, its chunk and score,
-    and takes the section `wide` names. `after`: the hits still to come after `wide`'s."""
+    and takes the section `wide` names."""
     first = kept[held[0]]
-    budget.left += sum(len(kept[n].text) for n in held)  # given back, then spent again
+    # given back, then spent again
+    spending.budget.left += sum(len(kept[n].text) + _outline_chars(kept[n]) for n in held)
     folded = msgspec.structs.replace(
         first,
         text=wide.text,
@@ -114,9 +178,75 @@ def _folded_into(
         chunk_start_line=first.matched_lines[0],
         chunk_end_line=first.matched_lines[1],
         truncated=False,
+        included=wide.included,
+        outline=[],
     )
-    folded = budget.spend(folded, after + len(held))  # to come: the places it leaves too
+    # to come after it: the hits after `wide`'s, and the places the folded ones leave
+    later = spending._replace(after=spending.after + len(held))
+    folded = _spent(index, folded, later)
     return [folded if n == held[0] else h for n, h in enumerate(kept) if n not in held[1:]]
+
+
+def _outline_chars(hit: Hit) -> int:
+    return sum(len(entry.heading) + OUTLINE_ENTRY_CHARS for entry in hit.outline)
+
+
+def outline_of(
+    index: VersionReader, hit: Hit, longer_than: int, read: ChunkCache | None = None
+) -> list[OutlineEntry]:
+    """The outline of the section `hit` is in, when that is longer than `longer_than`
+    characters and its text does not hold all of it: the section (its page's top-level
+    section: the heading under the title; the page itself for the lines before the first)
+    with the lines it spans, then each of its subsections one level down, at most
+    OUTLINE_ENTRIES of them around the hit; else []."""
+    found = CHUNK_ID.search(hit.chunk_id)
+    if found is None:
+        return []
+    page, at = _Page(index, hit.doc_id, read=read), int(found.group(1))
+    home = page[at]
+    if home is None:
+        return []
+    section = home.headings[:2]
+    first, last, size, parts = _section_parts(page, at, section)
+    held = hit.start_line <= first and last <= hit.end_line and not hit.truncated
+    if held or size <= longer_than:
+        return []
+    entries = [OutlineEntry(breadcrumb(section[-1:]), first, last)]
+    return entries + _around(parts, hit.matched_lines[0])
+
+
+def _section_parts(
+    page: _Page, at: int, section: list[str]
+) -> tuple[int, int, int, list[OutlineEntry]]:
+    """The first and last line of the section these headings name, around chunk `at`, its
+    length (its chunks' texts), and its subsections one level down (their headings below
+    it), in page order."""
+    numbers = [at]
+    for step in (-1, 1):
+        edge = at + step
+        while page.within(edge, section) is not None:
+            numbers.append(edge)
+            edge += step
+    chunks = [c for n in sorted(numbers) if (c := page[n]) is not None]
+    parts: list[tuple[str, int, int]] = []  # a run of chunks under one subsection
+    for chunk in chunks:
+        below = chunk.headings[len(section) : len(section) + 1]
+        if below and parts and parts[-1][0] == below[0]:
+            parts[-1] = (below[0], parts[-1][1], chunk.end_line)
+        elif below:
+            parts.append((below[0], chunk.start_line, chunk.end_line))
+    outline = [OutlineEntry(breadcrumb([h]), a, b) for h, a, b in parts]
+    size = sum(len(chunk.text) for chunk in chunks)
+    return chunks[0].start_line, chunks[-1].end_line, size, outline
+
+
+def _around(parts: list[OutlineEntry], line: int) -> list[OutlineEntry]:
+    """At most OUTLINE_ENTRIES of `parts`, centred on the one holding `line`."""
+    if len(parts) <= OUTLINE_ENTRIES:
+        return parts
+    here = next((n for n, p in enumerate(parts) if p.start_line <= line <= p.end_line), 0)
+    start = min(max(here - OUTLINE_ENTRIES // 2, 0), len(parts) - OUTLINE_ENTRIES)
+    return parts[start : start + OUTLINE_ENTRIES]
 
 
 def _overlap(earlier: Hit, hit: Hit) -> bool:
@@ -160,16 +290,20 @@ def _holds(earlier: Hit, hit: Hit) -> bool:
     )
 
 
-Lines = tuple[int, int]  # a page's lines, first and last
-
-
-def widened(index: VersionReader, hit: Hit, room: int, shown: Sequence[Lines] = ()) -> Hit:
+def widened(
+    index: VersionReader,
+    hit: Hit,
+    room: int,
+    shown: Sequence[Lines] = (),
+    read: ChunkCache | None = None,
+) -> Hit:
     """`hit` with its text widened to at most `room` characters (the module's rule), taking
-    no chunk with a line of `shown` (the lines earlier hits of its page show)."""
+    no chunk with a line of `shown` (the lines earlier hits of its page show). `read`: the
+    chunks read so far in this answer, by id, shared."""
     found = CHUNK_ID.search(hit.chunk_id)
     if found is None or len(hit.text) >= room:
         return hit
-    page = _Page(index, hit.doc_id, shown)
+    page = _Page(index, hit.doc_id, shown, read)
     at = int(found.group(1))
     if page[at] is None:
         return hit
@@ -196,15 +330,23 @@ class _Page:
     """A page's chunks by number, each read once and only when the widening asks for it
     (a long page's other chunks are never decoded)."""
 
-    def __init__(self, index: VersionReader, doc_id: str, shown: Sequence[Lines] = ()):
+    def __init__(
+        self,
+        index: VersionReader,
+        doc_id: str,
+        shown: Sequence[Lines] = (),
+        read: ChunkCache | None = None,
+    ):
         self._index, self._doc_id, self._shown = index, doc_id, shown
-        self._read: dict[int, ChunkRecord | None] = {}
+        self._read: ChunkCache = {} if read is None else read  # by chunk id
 
     def __getitem__(self, number: int) -> ChunkRecord | None:
-        if number not in self._read:
-            found = self._index.chunk(chunk_id(self._doc_id, number)) if number >= 0 else None
-            self._read[number] = found
-        return self._read[number]
+        if number < 0:
+            return None
+        key = chunk_id(self._doc_id, number)
+        if key not in self._read:
+            self._read[key] = self._index.chunk(key)
+        return self._read[key]
 
     def run(self, span: tuple[int, int]) -> list[ChunkRecord]:
         return [c for n in range(span[0], span[1] + 1) if (c := self[n]) is not None]

@@ -19,11 +19,10 @@ from docdex.index_format.text import CJK_FIELD, TEXT_FIELDS, TextAnalysis, ident
 from docdex.model.protocol import EmbedderUnavailable
 
 from .dense import best_cosine
-from .lexical import filter_queries
 from .loaded import LoadedVersion
 from .query import QueryContext, QueryProfile
 from .retrieval import Candidate
-from .scope import Entries, Scope
+from .scope import Entries
 
 # Function words (and one-letter terms) are never counted absent, whatever the index holds.
 _FUNCTION_WORDS_TEXT = """
@@ -41,43 +40,22 @@ class ChunkCounts:
     """How many chunks there are, and how many hold a term in a field, among the chunks
     low_confidence counts. `visible` None: the whole index, from its own statistics (a
     term's count, as BM25's, still includes deleted chunks until a merge drops them); else
-    the live chunks of those entries, one count query each, each remembered."""
+    the live chunks of those entries, one count query each, which the version remembers
+    (derived.py)."""
 
     def __init__(self, version: LoadedVersion, visible: Entries | None = None) -> None:
-        self.searcher, self._schema = version.searcher, version.analysis.schema()
-        self._within = _entries_query(visible) if visible is not None else None
-        self._total: int | None = None
-        self._holding: dict[tuple[str, str], int] = {}
+        self.searcher = version.searcher
+        self._within = version.derived.entry_counts(visible) if visible is not None else None
 
     @property
     def total(self) -> int:
-        if self._within is None:
-            return self.searcher.num_docs
-        if self._total is None:
-            self._total = self._count(self._within)
-        return self._total
+        return self.searcher.num_docs if self._within is None else self._within.total
 
     def holding(self, field: str, term: str) -> int:
         """How many of the chunks hold `term` in `field`."""
         if self._within is None:
             return self.searcher.doc_freq(field, term)
-        if (field, term) not in self._holding:
-            term_query = tantivy.Query.term_query(self._schema, field, term)
-            both = [(tantivy.Occur.Must, q) for q in (term_query, self._within)]
-            self._holding[field, term] = self._count(tantivy.Query.boolean_query(both))
-        return self._holding[field, term]
-
-    def _count(self, query: tantivy.Query) -> int:
-        unscored = tantivy.Query.const_score_query(query, 1.0)  # counted 2-3x sooner
-        found = self.searcher.search(unscored, 1, count=True)
-        return found.count or 0  # type: ignore[attr-defined]  # in tantivy, not in its stub
-
-
-def _entries_query(entries: Entries) -> tantivy.Query:
-    """The chunks of `entries` (none when it is empty)."""
-    if not entries:
-        return tantivy.Query.empty_query()
-    return filter_queries(Scope(entries))[0]
+        return self._within.holding(field, term)
 
 
 Corpus = LoadedVersion | ChunkCounts  # the chunks a rule below counts; a version: all of its
@@ -103,6 +81,8 @@ def is_low_confidence(ctx: QueryContext, ranked: list[Candidate]) -> bool:
         return True
     if unmatched_names_share(counts, profile, ranked[:10], min_chunks) >= limits.absent_share:
         return True
+    if not any(c.embedded for c in ranked[:10]):  # no vectors yet: dense says nothing
+        return False
     best_dense = max(c.dense for c in ranked[:10])
     if best_dense >= limits.weak_dense:
         return False

@@ -8,10 +8,15 @@
   against; bm25, dense: one retriever alone.
 
 The adaptive and weighted fusions add the query/section-heading overlap (prose and short
-queries) and a bonus when the chunk's raw text holds the query's literals.
+queries), a bonus when the chunk's raw text holds the query's literals, and one more when
+the chunk is where a literal is defined: its own heading names it, or a line of it opens
+with it as a definition-list term, a table row's first cell or a list item's key.
 """
 
 from __future__ import annotations
+
+import re
+from functools import lru_cache
 
 from .query import QueryContext, QueryProfile
 from .retrieval import Candidate
@@ -33,7 +38,7 @@ def fuse(ctx: QueryContext, candidates: list[Candidate]) -> None:
     if fusion is Fusion.ADAPTIVE:
         prose = is_prose(profile, settings)
         if prose and Fusion(settings.prose_fusion) is Fusion.RRF:
-            rrf(candidates, settings.adaptive_k)
+            rrf(candidates, settings.prose_rrf_k)
         else:
             adaptive(candidates, settings.adaptive_k, settings.dense_trust)
         heading_weight = settings.adaptive_heading_weight
@@ -41,13 +46,30 @@ def fuse(ctx: QueryContext, candidates: list[Candidate]) -> None:
         lexical = profile.lexical
         weighted(candidates, settings.lexical_weights if lexical else settings.prose_weights)
         heading_weight = settings.heading_weight
-    if profile.terms and not profile.identifier and not prose:
+    if prose:
+        heading_weight = settings.prose_heading_weight
+    if profile.terms and not profile.identifier and heading_weight:
         for c in candidates:
             c.score += heading_weight * heading_overlap(ctx, c)
-    if profile.literals and (settings.prose_literals or not prose):
-        for c in candidates:
-            if contains_literals(c, profile.literals):
-                c.score += settings.literal_bonus
+    if profile.literals:
+        add_literal_bonuses(candidates, profile.literals, settings, prose)
+
+
+def add_literal_bonuses(
+    candidates: list[Candidate], literals: list[str], settings: EngineSettings, prose: bool
+) -> None:
+    """The literal bonus to the chunks whose raw text holds the query's literals (on prose
+    only with `prose_literals`), and the definition bonus (on prose its own, smaller: the
+    prose fusion's scores are reciprocal ranks) to those of them that define one."""
+    literal = settings.literal_bonus if settings.prose_literals or not prose else 0.0
+    definition = settings.prose_definition_bonus if prose else settings.definition_bonus
+    if not literal and not definition:
+        return
+    for c in candidates:
+        if contains_literals(c, literals):
+            c.score += literal
+            if definition and defines_literal(c, literals):
+                c.score += definition
 
 
 def is_prose(profile: QueryProfile, settings: EngineSettings) -> bool:
@@ -93,6 +115,36 @@ def contains_literals(c: Candidate, literals: list[str]) -> bool:
     raw text does not."""
     text = c.chunk.text.lower()
     return all(lit in text for lit in literals)
+
+
+# A line that defines a term: the term first, after a list marker, a table's first `|`, a
+# `<dt>` or a heading's `#`s, in code or bold, then nothing, or a separator (`:`, `|`,
+# `</dt>`, an opening parenthesis, `=`, a dash between spaces).
+_DEFINITION_OPENING = (
+    r"^[ \t]*(?:[-*+][ \t]+|\|[ \t]*|<dt[^>]*>[ \t]*|#{1,6}[ \t]+)?(?:\*\*|__|`|<code>)*"
+)
+_DEFINITION_CLOSING = r"(?:\*\*|__|`|</code>|\(\))*[ \t]*(?:$|:|\||</dt>|\(|=|[ \t][-–—][ \t])"
+
+
+def defines_literal(c: Candidate, literals: list[str]) -> bool:
+    """Whether the chunk is where a literal of the query is defined: its own (deepest)
+    heading names it as a word, or a line of its text opens with it as a term."""
+    heading = c.chunk.headings[-1] if c.chunk.headings else ""
+    return any(
+        _named(literal).search(heading) or _definition(literal).search(c.chunk.text)
+        for literal in literals
+    )
+
+
+@lru_cache(maxsize=1024)
+def _named(literal: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w.\-/]){re.escape(literal)}(?![\w\-/])", re.IGNORECASE)
+
+
+@lru_cache(maxsize=1024)
+def _definition(literal: str) -> re.Pattern[str]:
+    pattern = _DEFINITION_OPENING + re.escape(literal) + _DEFINITION_CLOSING
+    return re.compile(pattern, re.IGNORECASE | re.MULTILINE)
 
 
 def heading_overlap(ctx: QueryContext, c: Candidate) -> float:

@@ -28,6 +28,14 @@ BREADCRUMB_JOIN = " › "
 MAX_HEADINGS = 8
 
 
+class OutlineEntry(msgspec.Struct, frozen=True):
+    """A section of the page and the lines it spans (get_document reads them)."""
+
+    heading: str  # the first entry: the section's own heading; then its subsections', below it
+    start_line: int
+    end_line: int
+
+
 class Hit(msgspec.Struct, omit_defaults=True):
     """One ranked chunk. An answer leaves out what another field already says (the page's id
     is `chunk_id` up to its `#`, its resource URI follows from `source` and `path`, the
@@ -38,12 +46,16 @@ class Hit(msgspec.Struct, omit_defaults=True):
     path: str
     title: str
     heading: str  # the breadcrumb, outermost first: "A › B › C"
-    text: str  # raw markdown: the chunk's, or its context's (`context`)
+    # The chunk's raw markdown, or its context's (`context`); in an answer, as the site shows
+    # it (server/answers/hit_text.py: includes carried, MDX imports and components left out)
+    text: str
     score: float
     start_line: int  # the file lines `text` covers, inclusive
     end_line: int
     commit: str  # the page's last commit
-    match: str  # "bm25" | "dense" | "both": which retriever found it
+    # "bm25" | "dense" | "both": which retriever found it; "keywords": BM25, the chunk's
+    # vectors are not embedded yet (a version published keywords first, adr/0042)
+    match: str
     modified: str = ""  # when the page last changed (ISO 8601, from its git history)
     ref: str = ""  # the branch or tag the page was indexed from
     truncated: bool = False  # `text` was cut to fit the answer's budget (server/answers/budget.py)
@@ -56,6 +68,12 @@ class Hit(msgspec.Struct, omit_defaults=True):
     context: str = ""
     chunk_start_line: int = 0
     chunk_end_line: int = 0
+    # The files whose text `text` carries in place of the include lines naming them
+    # (server/answers/hit_text.py), in text order.
+    included: list[str] = []
+    # When `text` holds only part of its section: that section and its subsections, so
+    # the rest is one get_document(doc_id, start_line, end_line) away (widening.py).
+    outline: list[OutlineEntry] = []
 
     @property
     def matched_lines(self) -> tuple[int, int]:

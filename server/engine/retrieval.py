@@ -43,8 +43,16 @@ class Candidate:
         return self.position, self.index
 
     @property
+    def embedded(self) -> bool:
+        """Whether the chunk has its vectors (one published keywords first has none yet)."""
+        return self.chunk.window_count > 0
+
+    @property
     def match(self) -> str:
-        """Which retriever found it: "bm25", "dense" or "both"."""
+        """Which retriever found it: "bm25", "dense" or "both"; "keywords": BM25, and the
+        chunk has no vectors yet, so dense could not have."""
+        if not self.embedded:
+            return "keywords"
         if self.bm25_rank and self.dense_rank:
             return "both"
         return "bm25" if self.bm25_rank else "dense"

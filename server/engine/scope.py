@@ -10,7 +10,7 @@ import msgspec
 
 from docdex.errors import InvalidArgument, NotFound, shown
 from docdex.index_format.records import ServedPage, SourceState
-from docdex.index_format.ref_names import base_of, entries_of, resolve_ref
+from docdex.index_format.ref_names import UnknownRef, base_of, entries_of, resolve_ref
 
 from .loaded import LoadedVersion
 
@@ -71,7 +71,7 @@ def searched_entries(version: LoadedVersion, source: str, ref: str) -> Entries:
         bases = [source] if source else sorted({base_of(k, s) for k, s in states.items()})
         keys = {key for base in bases if (key := resolve_ref(states, base, ref))}
         if not keys:
-            raise NotFound(_no_ref(version, source, ref))
+            raise _no_ref(version, source, ref)
         return frozenset(keys)
     if source:
         return frozenset([source])
@@ -86,7 +86,7 @@ def entry_doc_id(version: LoadedVersion, doc_id: str, ref: str) -> str:
     source, _, path = doc_id.partition(":")
     key = resolve_ref(version.manifest.sources, base_of(source, _state(version, source)), ref)
     if key is None:
-        raise NotFound(_no_ref(version, source.partition("@")[0], ref))
+        raise _no_ref(version, source.partition("@")[0], ref)
     return f"{key}:{path}"
 
 
@@ -99,11 +99,11 @@ def _state(version: LoadedVersion, key: str) -> SourceState:
     return state
 
 
-def _no_ref(version: LoadedVersion, source: str, ref: str) -> str:
+def _no_ref(version: LoadedVersion, source: str, ref: str) -> NotFound:
     states = version.manifest.sources
     if source:
         known = ", ".join(name or "(default)" for name in entries_of(states, source))
-        return (
+        return NotFound(
             f"source {shown(source)} does not index ref {shown(ref)}; its refs: {known or '(none)'}"
         )
-    return f"no source indexes ref {shown(ref)}; list_sources shows each source's refs"
+    return UnknownRef(f"no source indexes ref {shown(ref)}")

@@ -94,20 +94,27 @@ class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
     dense_trust: DenseTrust = DenseTrust(start=0.70, slope=20.0)
     adaptive_heading_weight: float = 0.5
     # A query of at least this many words (0: none) is a request in prose: the adaptive
-    # fusion gives it reciprocal ranks alone (`prose_fusion`: RRF with k = adaptive_k over
-    # the two lists' ranks, or the adaptive ranks), without the heading overlap, and without
-    # the literal bonus unless `prose_literals`. Chosen leaving one corpus out of eight
-    # (docs/retrieval.md, "Query form"; adr/0035).
+    # fusion gives it reciprocal ranks alone (`prose_fusion`: RRF with k = prose_rrf_k over
+    # the two lists' ranks, or the adaptive ranks), without the heading overlap unless
+    # `prose_heading_weight`, and without the literal bonus unless `prose_literals`.
+    # Chosen leaving one corpus out (docs/retrieval.md, "Query form"; adr/0035).
     prose_words: int = 8
     prose_questions: bool = False  # a question in words alone is prose too, whatever its length
     prose_literals: bool = False
     prose_fusion: Fusion = Fusion.RRF
+    prose_rrf_k: int = 10
+    prose_heading_weight: float = 0.0  # the heading overlap's weight on a request in prose
     # The weighted fusion's weights for prose and for lexical (identifier-like or short)
     # queries, and its weight of the query/section-heading overlap.
     prose_weights: FusionWeights = FusionWeights(lexical=0.5, dense=1.0)
     lexical_weights: FusionWeights = FusionWeights(lexical=1.0, dense=0.5)
     heading_weight: float = 0.3
     literal_bonus: float = 1.0  # the chunk's raw text contains the query's literals
+    # ... and this much more where a literal is defined: the chunk's own heading names it,
+    # or a line opens with it as a term (a definition list, a table's first cell, a key);
+    # chosen leaving one corpus out (adr/0045)
+    definition_bonus: float = 0.5
+    prose_definition_bonus: float = 0.0  # the same on a request in prose
     boosts: FieldBoosts = FieldBoosts()
     max_containing: int = 200  # identifier terms containing a literal, per literal
     rerank_depth: int = 30

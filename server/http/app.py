@@ -109,7 +109,7 @@ def build_app(
         mcp.start()
         yield
         await mcp.stop()
-        docs.holder.stop()
+        docs.close()
 
     middleware = [Middleware(SecurityHeaders), Middleware(HostCheck, allowed=hosts)]
     unguarded = OPEN_PATHS | open_paths()

@@ -4,14 +4,16 @@
                    this server is and each MCP client's configuration (= /clients.txt)
     /clients.txt   that text
     /health        status (health.py); with a token, only {"status": ...} without it
-    /api/search    the same JSON as search_docs
+    /api/search    the same JSON as search_docs (changed_since= too)
+    /api/changes   the same JSON as the changes tool
     /api/sources   the same JSON as list_sources
     /api/page      a page rendered for the search page (answers/page_views.py)
     /api/clients   the client configurations as JSON, for the page's "Connect an agent"
     /static/NAME   the page's script, stylesheet and icon
 
-/api answers 400 for bad arguments, 404 for a page the served version does not hold and 503
-while no version can be served; with a token it needs the token (access.py), as /mcp does.
+/api answers 400 for bad arguments, 404 for a page the served version does not hold (or a
+point of history the repository does not), 503 while no version can be served or when a
+source's repository cannot be read; with a token it needs the token (access.py), as /mcp does.
 Every answer is the caller's (`Docs.for_caller` with its grant's sources, grants.py): a token
 limited to some sources gets those only, /health included.
 """
@@ -29,6 +31,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from docdex.errors import DocdexError, InvalidArgument, NotFound
+from docdex.index_format.config import SourceError
 from docdex.server.answers.budget import DEFAULT_MAX_CHARS
 from docdex.server.answers.docs import Docs
 from docdex.server.answers.source_limits import limit_in
@@ -45,6 +48,7 @@ ERROR_STATUS: tuple[tuple[type[DocdexError], int], ...] = (
     (InvalidArgument, 400),
     (NotFound, 404),
     (NoVersion, 503),
+    (SourceError, 503),
 )
 
 log = logging.getLogger("docdex.server")
@@ -96,6 +100,9 @@ def http_routes(docs: Docs, token_required: bool, url_only: str = "") -> list[Ro
     async def api_sources(request: Request) -> Response:
         return await _answer(mine(request).list_sources)
 
+    async def api_changes(request: Request) -> Response:
+        return await _api_changes(mine(request), request)
+
     async def api_page(request: Request) -> Response:
         return await _answer(mine(request).page_view, request.query_params.get("doc_id", ""))
 
@@ -105,6 +112,7 @@ def http_routes(docs: Docs, token_required: bool, url_only: str = "") -> list[Ro
         Route("/health", health, methods=["GET"]),
         Route("/api/search", api_search, methods=["GET"]),
         Route("/api/sources", api_sources, methods=["GET"]),
+        Route("/api/changes", api_changes, methods=["GET"]),
         Route("/api/page", api_page, methods=["GET"]),
         Route("/api/clients", clients, methods=["GET"]),
         *static_routes(),
@@ -129,7 +137,19 @@ async def _api_search(docs: Docs, request: Request) -> Response:
         params.get("path_prefix", ""),
         max_chars,
         params.get("ref", ""),
+        (),
+        params.get("changed_since", ""),
     )
+
+
+async def _api_changes(docs: Docs, request: Request) -> Response:
+    params = request.query_params
+    try:
+        max_chars = int(params.get("max_chars", DEFAULT_MAX_CHARS))
+    except ValueError:
+        return _json(400, {"error": "max_chars must be an integer"})
+    named = ("source", "since", "until", "ref", "path_prefix", "cursor")
+    return await _answer(docs.changes, *(params.get(name, "") for name in named), max_chars)
 
 
 async def _answer(call: Callable[..., Any], *args: Any) -> Response:
@@ -165,9 +185,10 @@ def index_page(
     return f"""docdex: documentation search for AI agents, over MCP.
 
 MCP endpoint (streamable HTTP): {mcp_url}
-Tools: search_docs, query_docs, get_document, list_sources, reindex
+Tools: search_docs, query_docs, get_document, list_sources, changes, reindex
 Also: {base}/ in a browser (the search page), {base}/health (status),
-{base}/api/search?q=...&n=10 (same JSON as search_docs)
+{base}/api/search?q=...&n=10 (same JSON as search_docs),
+{base}/api/changes?source=...&since=... (same JSON as changes)
 {auth if token_required else ""}
 Client configurations (stdio: the client starts docdex on its own machine; {paths}):
 

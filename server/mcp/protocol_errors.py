@@ -11,8 +11,10 @@
   not a tool result with `isError`.
 - `tools/list` has one page: a cursor it never gave is refused (-32602), as
   `resources/list` refuses one.
-- Connecting declares no change notifications (`listChanged`, `subscribe`), under every
-  protocol version: docdex sends none.
+- Connecting declares the change notifications docdex sends, and only those, under every
+  protocol version: `resources.listChanged` (a new version's pages, announcements.py), not
+  `tools.listChanged` (its tools never change) nor `resources.subscribe` (no one page is
+  followed).
 """
 
 from __future__ import annotations
@@ -64,19 +66,22 @@ def keep_to_the_protocol(mcp: MCPServer) -> None:
     mcp.middleware.append(check)
 
 
-# The flags that promise notifications docdex never sends: its tools never change, and a new
-# index version is not announced. Under 2026-07-28 the SDK sets them all, since it serves
-# subscriptions/listen; the handshake versions already have them false.
-SILENT = {"tools": ("listChanged",), "resources": ("listChanged", "subscribe")}
+# The notification flags as docdex keeps them. Under 2026-07-28 the SDK sets them all, since
+# it serves subscriptions/listen; under the handshake versions it sets none.
+NOTIFICATIONS = {
+    "tools": {"listChanged": False},
+    "resources": {"listChanged": True, "subscribe": False},
+}
 
 
 def _as_declared(result: dict[str, Any]) -> dict[str, Any]:
-    """A connecting result's capabilities as docdex has them: no prompts, no notifications."""
+    """A connecting result's capabilities as docdex has them: no prompts, the notifications
+    it sends."""
     capabilities = result.get("capabilities")
     if not isinstance(capabilities, dict):
         return result
     declared = {k: v for k, v in capabilities.items() if k != "prompts"}
-    for name, flags in SILENT.items():
+    for name, flags in NOTIFICATIONS.items():
         if isinstance(declared.get(name), dict):
-            declared[name] = {**declared[name], **dict.fromkeys(flags, False)}
+            declared[name] = {**declared[name], **flags}
     return {**result, "capabilities": declared}

@@ -51,7 +51,7 @@ def serve_stdio(
     try:
         anyio.run(serve_until_answered, mcp)
     finally:
-        docs.holder.stop()
+        docs.close()
     return 0
 
 

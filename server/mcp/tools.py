@@ -1,9 +1,10 @@
-"""The MCP tools: search_docs, query_docs, get_document, list_sources, reindex.
+"""The MCP tools: search_docs, query_docs, get_document, list_sources, changes, reindex.
 
 Each tool is a thin function over `Docs` whose signature is its input schema; its answer
-goes out as structured content plus the same JSON as text. A `DocdexError` (a bad argument,
-an id the served version does not hold, no version yet...) becomes a tool error the agent can
-act on; anything else is a bug and surfaces as one.
+goes out as structured content plus its text form (text_content.py: markdown for searches
+and documents, the JSON for the rest and for sessions without structured output). A
+`DocdexError` (a bad argument, an id the served version does not hold, no version yet...)
+becomes a tool error the agent can act on; anything else is a bug and surfaces as one.
 """
 
 from __future__ import annotations
@@ -25,18 +26,24 @@ from docdex.errors import DocdexError
 from docdex.server.answers.budget import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS
 from docdex.server.answers.docs import Docs
 from docdex.server.answers.instructions import USAGE
-from docdex.server.answers.shapes import Document, PageList, ReindexReceipt, SourceList
+from docdex.server.answers.shapes import (
+    Changes,
+    Document,
+    PageList,
+    ReindexReceipt,
+    SourceList,
+)
 from docdex.server.answers.validation import MAX_LIMIT
 from docdex.server.engine import MAX_RESULTS, Hit, SearchResult
 
+from .announcements import Announcements
 from .arguments import ArgumentSchema
 from .caller import Caller
 from .protocol_errors import keep_to_the_protocol
 from .resources import MARKDOWN, add_resources
+from .text_content import protocol_version, text_content
 
 log = logging.getLogger("docdex.server")
-
-_encode = msgspec.json.Encoder().encode
 
 
 @cache
@@ -75,7 +82,11 @@ SEARCH_DESCRIPTION = (
     "commit, and the heading breadcrumb; `text` is the raw markdown of those lines: the "
     "matching chunk, widened when it fits to the whole section its heading names "
     "(context='section') or to the chunks beside it in that section (context='neighbours'; "
-    "the chunk's own lines are then chunk_start_line-chunk_end_line). "
+    "the chunk's own lines are then chunk_start_line-chunk_end_line), as the site shows "
+    "it: an include line replaced by the text of the file it names (listed in `included`), "
+    "MDX imports and component tags left out (get_document serves the exact lines). A hit "
+    "holding only part of a long section carries its `outline`: the section and its "
+    "subsections with their lines, for get_document(source:path, start_line, end_line). "
     "Fields at their default "
     "('', false, 0) are left out. Cite results as path:start_line-end_line. Fetch one section "
     "with get_document(chunk_id), or the whole page with get_document of the chunk_id up to "
@@ -85,14 +96,18 @@ SEARCH_DESCRIPTION = (
     "terms rather than trusting the results. Optional filters: source (a name from "
     "list_sources), path_prefix (e.g. 'guide/') and ref (a branch or tag the source indexes, "
     "e.g. a release: each hit names its ref; without one, each source's default branch). "
-    "Hits carry url, a permalink to their lines, when the source has one."
+    "Hits carry url, a permalink to their lines, when the source has one. changed_since "
+    "(a tag, branch, commit id, date such as 2026-11-01, or age such as 7d) keeps only pages "
+    "changed since then: 'what is new about X'."
 )
 QUERY_DESCRIPTION = (
     "List indexed pages by metadata (no text search): filter by source, a substring of the "
     "file path or of the title (case-insensitive), and creation date (ISO 8601, e.g. "
     "2024-05-01 or 2024-05-01T12:00:00Z; created_after and created_before are exclusive). "
     "Returns doc_id, source, path, title, description, tags, created, modified, commit and "
-    "chunk count per page, sorted by source and path, at most `limit` (1-100) of `total`."
+    "chunk count per page, sorted by source and path, at most `limit` (1-100) of `total`. "
+    "When truncated=true, call again with cursor=next_cursor (and the same filters) for the "
+    "pages that follow."
 )
 GET_DESCRIPTION = (
     "Read a page or one of its sections by id, a window at a time. A page id is SOURCE:PATH "
@@ -102,7 +117,25 @@ GET_DESCRIPTION = (
     "raw markdown and the ids of the previous and next sections. The text is at most "
     "max_chars long; narrow it with start_line/end_line (file lines, inclusive). When "
     "truncated=true, call again with cursor=next_cursor (and the same doc_id) for what "
-    "follows: the windows join into the exact text."
+    "follows: the windows join into the exact text. With ref set to a commit id, a tag or a "
+    "branch the index does not hold, the page is read as of that commit from git (the whole "
+    "file's text, same windows and cursors); changes(source, path_prefix=its path) lists its "
+    "commits."
+)
+CHANGES_DESCRIPTION = (
+    "What changed in a source's pages between two points of its git history: since and until "
+    "each take a tag, a branch, a commit id, a date (2026-11-01, 2026-11-01T09:30:00Z) or an "
+    "age (7d, 12h, 2w); since '' is the start of history, until '' the tip of ref (a branch "
+    "or tag; '' = the source's default branch; source may also be SOURCE@REF as list_sources "
+    "names it). Returns the pages added, modified, deleted and renamed, in path order, each "
+    "with the ids of the commits that touched it, the lines added and removed, the headings of "
+    "the sections whose text changed, and doc_id, uri and url: get_document(doc_id, "
+    "ref=since.commit) reads the page as it was, ref=until.commit as it is now (a deleted "
+    "page: its last text, at since.commit). commits lists each commit once (id, date, "
+    "subject). "
+    "path_prefix narrows it to a folder, or to one page for that page's history. When "
+    "next_cursor is set, call again with cursor=next_cursor for the pages that follow; notes "
+    "say where history stops (a shallow clone) or what a bound left out."
 )
 SOURCES_DESCRIPTION = (
     "List the documentation sources, one entry per indexed branch or tag (entries "
@@ -138,6 +171,8 @@ class DocdexMCP(MCPServer):
         problems = schema.problems(arguments) if schema is not None else []
         if problems:
             raise ToolError(f"invalid arguments for {name}: " + "; ".join(problems))
+        version = getattr(context, "protocol_version", None) or ""
+        protocol_version.set(version)  # for the answer's text content (text_content.py)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -174,10 +209,20 @@ def build_mcp(docs: Docs) -> MCPServer:
     `docs` itself. The instructions given here name no source: each connection gets its
     caller's (resources.py)."""
     caller = Caller(docs)
-    mcp = DocdexMCP("docdex", instructions=USAGE, version=package_version("docdex"))
+    announcements = Announcements(
+        lambda: caller().limit, lambda swapped: docs.holder.on_swap(swapped)
+    )
+    mcp = DocdexMCP(
+        "docdex",
+        instructions=USAGE,
+        version=package_version("docdex"),
+        subscriptions=announcements,
+    )
     mcp.middleware.insert(0, caller.middleware)  # outermost: before anything reads `caller`
+    mcp.middleware.insert(1, announcements.middleware)
     _add_search_tools(mcp, caller)
     _add_document_tools(mcp, caller)
+    _add_changes_tool(mcp, caller)
     _add_reindex_tool(mcp, caller)
     add_resources(mcp, caller)
     keep_to_the_protocol(mcp)
@@ -185,8 +230,13 @@ def build_mcp(docs: Docs) -> MCPServer:
 
 
 MAX_CHARS_RANGE = f"{MIN_MAX_CHARS}-{MAX_MAX_CHARS}"
-REF_ARGUMENT = "a branch or tag the source indexes ('' = each source's default)"
+REF_ARGUMENT = (
+    "a branch or tag the source indexes, as list_sources names it: 'v2.1', 'docs@v2.1' or "
+    "'refs/tags/v2.1' ('' = each source's default)"
+)
 TAGS_ARGUMENT = "only pages with any of these front matter tags or keywords"
+POINT_FORMS = "a tag, branch, commit id, date (2026-11-01) or age (7d)"
+CHANGED_SINCE_ARGUMENT = f"only pages changed since: {POINT_FORMS} ('' = any page)"
 
 
 def _add_search_tools(mcp: MCPServer, caller: Caller) -> None:
@@ -200,10 +250,13 @@ def _add_search_tools(mcp: MCPServer, caller: Caller) -> None:
         ] = DEFAULT_MAX_CHARS,
         ref: Annotated[str, Field(description=REF_ARGUMENT)] = "",
         tags: Annotated[list[str], Field(description=TAGS_ARGUMENT)] = [],  # noqa: B006
+        changed_since: Annotated[str, Field(description=CHANGED_SINCE_ARGUMENT)] = "",
     ) -> Annotated[CallToolResult, pydantic_model(SearchResult)]:
         return _answer(
             "search_docs",
-            lambda: caller().search(query, num_results, source, path_prefix, max_chars, ref, tags),
+            lambda: caller().search(
+                query, num_results, source, path_prefix, max_chars, ref, tags, changed_since
+            ),
             links=_page_links,
         )
 
@@ -216,6 +269,9 @@ def _add_search_tools(mcp: MCPServer, caller: Caller) -> None:
         limit: Annotated[int, Field(description=f"1-{MAX_LIMIT}")] = 20,
         ref: Annotated[str, Field(description=REF_ARGUMENT)] = "",
         tags: Annotated[list[str], Field(description=TAGS_ARGUMENT)] = [],  # noqa: B006
+        cursor: Annotated[
+            str, Field(description="next_cursor of the previous answer (same filters)")
+        ] = "",
     ) -> Annotated[CallToolResult, pydantic_model(PageList)]:
         return _answer(
             "query_docs",
@@ -228,6 +284,7 @@ def _add_search_tools(mcp: MCPServer, caller: Caller) -> None:
                 limit,
                 ref,
                 tags,
+                cursor,
             ),
         )
 
@@ -244,7 +301,9 @@ def _add_document_tools(mcp: MCPServer, caller: Caller) -> None:
         max_chars: Annotated[
             int, Field(description=f"budget for the text ({MAX_CHARS_RANGE})")
         ] = DEFAULT_MAX_CHARS,
-        ref: Annotated[str, Field(description="the same path at this branch or tag")] = "",
+        ref: Annotated[
+            str, Field(description="the same path at this branch or tag, or at any commit (git)")
+        ] = "",
     ) -> Annotated[CallToolResult, pydantic_model(Document)]:
         return _answer(
             "get_document",
@@ -256,6 +315,28 @@ def _add_document_tools(mcp: MCPServer, caller: Caller) -> None:
 
     mcp.add_tool(get_document, description=GET_DESCRIPTION, annotations=_READ_ONLY)
     mcp.add_tool(list_sources, description=SOURCES_DESCRIPTION, annotations=_READ_ONLY)
+
+
+def _add_changes_tool(mcp: MCPServer, caller: Caller) -> None:
+    def changes(
+        source: Annotated[
+            str, Field(description="SOURCE or SOURCE@REF ('' = your one source)")
+        ] = "",
+        since: Annotated[str, Field(description=f"from: {POINT_FORMS} ('' = the start)")] = "",
+        until: Annotated[str, Field(description=f"to: {POINT_FORMS} ('' = ref's tip)")] = "",
+        ref: Annotated[str, Field(description="the branch or tag read ('' = the default)")] = "",
+        path_prefix: Annotated[str, Field(description="only paths starting with this")] = "",
+        cursor: Annotated[str, Field(description="next_cursor of the previous answer")] = "",
+        max_chars: Annotated[
+            int, Field(description=f"budget for the answer ({MAX_CHARS_RANGE})")
+        ] = DEFAULT_MAX_CHARS,
+    ) -> Annotated[CallToolResult, pydantic_model(Changes)]:
+        return _answer(
+            "changes",
+            lambda: caller().changes(source, since, until, ref, path_prefix, cursor, max_chars),
+        )
+
+    mcp.add_tool(changes, description=CHANGES_DESCRIPTION, annotations=_READ_ONLY)
 
 
 def _add_reindex_tool(mcp: MCPServer, caller: Caller) -> None:
@@ -280,7 +361,7 @@ def _answer(
         raise ToolError(str(exc)) from None
     builtins = msgspec.to_builtins(answer)
     return CallToolResult(
-        content=[TextContent(type="text", text=_encode(builtins).decode()), *links(answer)],
+        content=[TextContent(type="text", text=text_content(answer, builtins)), *links(answer)],
         structured_content=builtins,
     )
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from docdex.cli import main
+from docdex.index_format.config import DEFAULT_EXCLUDE
 from docdex.index_format.layout import DataDir
 from docdex.index_format.store import current_version, load_current
 
@@ -100,8 +101,10 @@ def test_apm_docs_index_inspect_and_one_file_edit(tmp_path, shared):
     [apm] = first["sources"]
     assert first["published"] and apm["added"] == 51 and apm["chunks_embedded"] > 300
     versions = json.loads(docdex(data, "inspect", "--json").stdout)
-    assert versions[0]["current"] and versions[0]["chunks"] == first["chunks"]
-    assert "version 1" in docdex(data, "inspect").stdout
+    # published for keywords first, then as its vectors came (adr/0042): the last is current
+    assert versions[-1]["current"] and versions[-1]["chunks"] == first["chunks"]
+    assert versions[-1]["version"] == first["version"] and versions[-1]["waiting"] == 0
+    assert f"version {first['version']} (current)" in docdex(data, "inspect").stdout
 
     work = tmp_path / "work"
     git(tmp_path, "clone", "-q", str(bare), str(work))
@@ -213,7 +216,8 @@ def test_source_set_changes_a_source_and_keeps_its_index(tmp_path, capsys):
     assert not json.loads(docdex(data, "index", "--json").stdout)["published"]
     assert main(["--data", str(data), "source", "list", "--json"]) == 0
     [source] = json.loads(capsys.readouterr().out)
-    assert source["description"] == "the guide" and source["exclude"] == ["drafts/**"]
+    assert source["description"] == "the guide"
+    assert source["exclude"] == [*DEFAULT_EXCLUDE, "drafts/**"]  # added to the defaults
 
     assert main(args) == 1  # nothing to change
     assert main(["--data", str(data), "source", "set", "nope", "--branch", "x"]) == 1

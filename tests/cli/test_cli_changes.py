@@ -79,3 +79,18 @@ def test_windows_of_a_long_range_are_one_answer(story, tmp_path):
     windowed = every_page(History(), source, "v1", "", "", "", window=2)
     assert windowed.pages == whole.pages and windowed.total == whole.total
     assert windowed.commits == whole.commits
+
+
+def test_search_changed_since_keeps_the_pages_changed_since(story, tmp_path, capsys, embedder):
+    from docdex.index_format.config import load_config
+    from docdex.indexer.run.pipeline import index_sources
+
+    data = configure(tmp_path, str(story.bare))
+    assert index_sources(data, load_config(data), embedder=embedder).published
+    query = ["--data", str(data.root), "search", "installer app option", "--json"]
+    assert main(query) == 0
+    every = {hit["path"] for hit in msgspec.json.decode(capsys.readouterr().out)["results"]}
+    assert main([*query, "--changed-since", "v2"]) == 0
+    changed = {hit["path"] for hit in msgspec.json.decode(capsys.readouterr().out)["results"]}
+    assert {"new.md", "guide.md"} <= every
+    assert changed and changed <= {"guide.md", "news.md"}

@@ -28,6 +28,7 @@ VERSION_KEYS = {
     "chunks",
     "vectors",
     "bytes",
+    "waiting",  # chunks published keywords first, not embedded yet (added, nothing renamed)
 }
 
 

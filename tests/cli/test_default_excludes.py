@@ -43,7 +43,7 @@ def test_a_new_source_skips_tooling_and_says_so(tmp_path, capsys):
     assert _indexed_paths(data) == {"guide/install.md", "faq.md"}
 
 
-def test_the_defaults_can_be_dropped_or_replaced(tmp_path, capsys):
+def test_the_defaults_can_be_dropped_at_add(tmp_path, capsys):
     ws = pushed_workspace(tmp_path / "repo", {"faq.md": FAQ, **TOOLING})
     data = DataDir(tmp_path / "data")
     root = str(data.root)
@@ -52,7 +52,26 @@ def test_the_defaults_can_be_dropped_or_replaced(tmp_path, capsys):
     assert "skipping tests/**" in capsys.readouterr().out
     assert main(["--data", root, "index"]) == 0
     assert _indexed_paths(data) == {"faq.md", *TOOLING} - {"tests/fixtures/broken.md"}
-    assert main(["--data", root, "source", "set", "docs", "--exclude", "**/.*/**"]) == 0
-    assert main(["--data", root, "index"]) == 0
-    assert ".github/PULL_REQUEST_TEMPLATE.md" not in _indexed_paths(data)
-    assert "tests/fixtures/broken.md" in _indexed_paths(data)
+
+
+def test_source_set_adds_and_removes_excludes_keeping_the_defaults(tmp_path, capsys):
+    ws = pushed_workspace(tmp_path / "repo", {"faq.md": FAQ, "drafts/plan.md": FAQ, **TOOLING})
+    data = DataDir(tmp_path / "data")
+    root = ["--data", str(data.root)]
+    assert main([*root, "source", "add", "docs", str(ws.bare)]) == 0
+    assert main([*root, "source", "set", "docs", "--exclude", "drafts/**"]) == 0
+    said = capsys.readouterr().out
+    assert load_config(data).source("docs").exclude == [*DEFAULT_EXCLUDE, "drafts/**"]
+    assert f"exclude: {', '.join([*DEFAULT_EXCLUDE, 'drafts/**'])}" in said
+    assert main([*root, "index"]) == 0
+    assert _indexed_paths(data) == {"faq.md"}  # the defaults still hold
+
+    assert main([*root, "source", "set", "docs", "--no-exclude", "**/CLAUDE.md"]) == 0
+    assert "**/CLAUDE.md" not in capsys.readouterr().out.split("exclude: ")[1]
+    assert main([*root, "index"]) == 0
+    assert _indexed_paths(data) == {"faq.md", "CLAUDE.md"}
+
+    assert main([*root, "source", "set", "docs", "--no-exclude", "**/README.md"]) == 1
+    err = capsys.readouterr().err
+    assert "'**/README.md' is not among the excludes of source docs" in err
+    assert "drafts/**" in err  # ... which it names

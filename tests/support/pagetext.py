@@ -19,7 +19,8 @@ from docdex.index_format.records import ChunkerSettings, ParsedPage
 from docdex.indexer.chunking.page_parser import parse_page
 from docdex.indexer.git.blobs import decode_markdown
 
-from bench.common import blobs_at_head, first_differing_line
+from bench.common import CORPORA as BENCH_CORPORA
+from bench.common import blobs_at_head, corpus_bundle, first_differing_line
 from paths import SHARED
 
 
@@ -130,6 +131,16 @@ def corpus_at_head(name: str, root: Path) -> Corpus:
             if isinstance(text, str):  # else a file the indexer refuses (binary, UTF-16)
                 pages[path] = text
     return Corpus(name, pages, blobs)
+
+
+def bench_corpus_files(corpus: str, root: Path) -> dict[str, bytes]:
+    """The files at the head of a corpus bench/corpora keeps (a key of bench.common.CORPORA:
+    "sqlmodel", "starlight", ...), its bundle cloned bare under `root`."""
+    bare = root / f"{corpus}.git"
+    branch = BENCH_CORPORA[corpus][1]
+    bundle = str(corpus_bundle(corpus))
+    subprocess.run(["git", "clone", "-q", "--bare", "-b", branch, bundle, str(bare)], check=True)
+    return blobs_at_head(bare)
 
 
 # --- generated markdown: what breaks chunkers and renderers -------------------------------

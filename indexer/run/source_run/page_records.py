@@ -60,6 +60,7 @@ def parse_file(
             content_hash=_content_hash(ctx.model, text_in),
             window_start=0,
             window_count=0,
+            includes=chunk.includes,
         )
         body = page_lead(parsed) + chunk.embed_text if n == 0 else chunk.embed_text
         chunks.append(PendingChunk(record, text_in, body))

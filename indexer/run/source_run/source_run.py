@@ -153,15 +153,16 @@ class SourceRun:
         """Read, parse and stream the new files' pages; what cannot be read is a problem."""
         problems: list[FileProblem] = []
         read_path = include_reader(self.ctx.data, self.config, found.commit)  # adr/0018
-        for change in found.changes:
-            if change.kind == "delete":
-                continue
+        files = [change for change in found.changes if change.kind != "delete"]
+        for done, change in enumerate(files):
+            self.ctx.progress.reading(self.key, done, len(files))
             self.budget.check()
             assert change.blob is not None and change.mode is not None  # not a delete
             entry = FileEntry(path=change.path, blob=change.blob, mode=change.mode)
             problem = self._stream_file(found, entry, read_path)
             if problem is not None:
                 problems.append(problem)
+        self.ctx.progress.reading(self.key, len(files), len(files))
         self.report.commit = found.commit
         self.report.status = "indexed"
         self.report.problems = problems

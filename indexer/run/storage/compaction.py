@@ -9,9 +9,10 @@ higher tier. A push therefore merges with other pushes of its size, not with eve
 pushed since the first run: each chunk is rewritten about once per tier, not once per merge
 (adr/0012). The streamed segments of a large run are one more tier, so a corpus ends up in a
 few large graphs rather than many (a search visits every graph; adr/0024). A small segment
-more than MAX_DEAD_SHARE dead is rewritten too. Merging reuses stored vectors (nothing is
-embedded again) and writes segments of at most `full_chunks` chunks, so no compaction ever
-makes one segment the size of the corpus."""
+more than MAX_DEAD_SHARE dead is rewritten too. A keywords-only segment is never merged: its
+chunks leave it as they get their vectors (backlog.py), and it goes once the last has.
+Merging reuses stored vectors (nothing is embedded again) and writes segments of at most
+`full_chunks` chunks, so no compaction ever makes one segment the size of the corpus."""
 
 from __future__ import annotations
 
@@ -41,8 +42,9 @@ def choose_victims(segments: list[SegmentRef], policy: CompactionPolicy) -> list
     run of output segments, so the plan follows that output: a tier it would overflow joins
     the same merge (one rewrite, not one per run), and so does every segment of a lower tier
     than the merge's (a graph less for every search, for a rewrite of the smallest ones)."""
-    victims = [s for s in segments if _mostly_dead(s)]
-    others = [s for s in segments if s.chunks < policy.full_chunks and not _mostly_dead(s)]
+    with_vectors = [s for s in segments if not s.keywords_only]  # the others wait for theirs
+    victims = [s for s in with_vectors if _mostly_dead(s)]
+    others = [s for s in with_vectors if s.chunks < policy.full_chunks and not _mostly_dead(s)]
     while True:
         if victims:  # the segments of lower tiers come along: little to rewrite, one less
             low = min(size_tier(_live(v)) for v in victims)
@@ -100,7 +102,7 @@ def compact(
         listed = pages[source]
         if listed is None:  # untouched by this run, but its chunks moved
             listed = load_pages(data, states[source].pages_file, StoredPage)
-        pages[source] = _repoint(listed, moves, victim_ids, moved_pages[source])
+        pages[source] = repoint(listed, moves, victim_ids, moved_pages[source])
     return remaining, pages, True
 
 
@@ -112,7 +114,7 @@ def _mostly_dead(segment: SegmentRef) -> bool:
     return len(segment.tombstones) > MAX_DEAD_SHARE * segment.chunks
 
 
-def _repoint(
+def repoint(
     pages: list[IndexedPage], moves: Moves, victim_ids: set[str], moved_pages: set[str]
 ) -> list[IndexedPage]:
     """`pages` with the refs of `moved_pages` pointing where their chunks went; the others
@@ -121,7 +123,9 @@ def _repoint(
     for page in pages:
         if page.doc_id in moved_pages:
             refs = page.refs()
-            moved = [moves[(r.segment, r.index)] if r.segment in victim_ids else r for r in refs]
+            moved = [
+                moves.get((r.segment, r.index), r) if r.segment in victim_ids else r for r in refs
+            ]
             page = with_refs(page, moved)
         out.append(page)
     return out

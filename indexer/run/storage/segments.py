@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import shutil
+from collections.abc import Sequence
 
 import hnswlib
 import numpy as np
@@ -15,6 +16,7 @@ from docdex.index_format.store import (
     Segment,
     directory_sums,
     load_segment,
+    write_embed_inputs,
     write_segment_files,
 )
 from docdex.index_format.token_vectors import (
@@ -40,9 +42,11 @@ def write_segment(
     vectors: np.ndarray,
     threads: int,
     tokens: TokenArrays | None = None,
+    embed_inputs: Sequence[str] | None = None,
 ) -> SegmentRef:
     """Write a complete segment (with its token vectors, when given) under a temporary name
-    and rename it into place."""
+    and rename it into place. With `embed_inputs` (one per chunk) it is keywords-only: its
+    chunks have no windows yet, and the texts their vectors will be made from are kept."""
     owners = np.repeat(np.arange(len(chunks), dtype=np.int32), [c.window_count for c in chunks])
     if len(owners) != len(vectors):
         raise ValueError(f"{len(vectors)} vectors for {len(owners)} windows")
@@ -56,6 +60,8 @@ def write_segment(
     build_hnsw(vectors, threads).save_index(str(tmp / HNSW_FILE))
     if tokens is not None:
         write_token_arrays(tmp, tokens)
+    if embed_inputs is not None:
+        write_embed_inputs(tmp, embed_inputs)
     files = directory_sums(tmp)  # read back from the page cache, just written
     publish_dir(tmp, final)
     return SegmentRef(
@@ -64,6 +70,7 @@ def write_segment(
         windows=len(vectors),
         bytes=sum(f.size for f in files),
         files=files,
+        keywords_only=embed_inputs is not None,
     )
 
 

@@ -96,6 +96,8 @@ class SegmentStream:
         text_sink: TextSink,
         damaged: frozenset[str] = frozenset(),
         library: Callable[[], dict[str, ChunkRef]] = dict,
+        keywords_first: int = 0,
+        kept: Callable[[], dict[str, ChunkRef]] = dict,
     ) -> None:
         self.data = data
         self.version = version
@@ -106,6 +108,9 @@ class SegmentStream:
         self.text_sink = text_sink
         self.damaged = damaged  # segments whose files failed verification: never copied from
         self.library = _Library(library)
+        self.kept = _Library(kept, wanted=True)  # older kept versions': read at a first miss
+        # a batch with more texts to embed than this is written keywords-only (0: never)
+        self.keywords_first = keywords_first
         self.old_vectors = _OldVectors(data)
         self.old_tokens = _OldTokens(data, segment_chunks) if settings.late_interaction else None
         self.batch: list[PendingPage] = []
@@ -133,7 +138,8 @@ class SegmentStream:
         chunks = [c for page in self.batch for c in page.chunks]
         refs = self._write_segment(chunks) if chunks else []
         for chunk, ref in zip(chunks, refs, strict=True):
-            self.reusable.setdefault(ref.content_hash, ref)
+            if ref.has_vectors:
+                self.reusable.setdefault(ref.content_hash, ref)
             self.text_sink(chunk.record, chunk.body)
         position = 0
         for page in self.batch:
@@ -151,8 +157,8 @@ class SegmentStream:
         plan = VectorPlan()
         for chunk in chunks:
             key = chunk.record.content_hash
-            ref = self.reusable.get(key) or self.library.get(key)
-            if ref is not None and ref.segment not in self.damaged and self._has_tokens(ref):
+            ref = self._reusable(key)
+            if ref is not None:
                 plan.reuse[key] = ref
             else:
                 plan.embed.setdefault(key, chunk.embed_input)
@@ -160,8 +166,20 @@ class SegmentStream:
         self._count(chunks, plan)
         return plan
 
-    def _has_tokens(self, ref: ChunkRef) -> bool:
-        """Whether a reusable chunk has what a copy needs (token rows, when stored)."""
+    def _reusable(self, key: str) -> ChunkRef | None:
+        """The nearest copyable chunk of this text: this run's removed or written chunks,
+        the version the run starts from (once wanted), then the older kept versions."""
+        for lookup in (self.reusable.get, self.library.get, self.kept.get):
+            ref = lookup(key)
+            if ref is not None and self._copyable(ref):
+                return ref
+        return None
+
+    def _copyable(self, ref: ChunkRef) -> bool:
+        """Whether a reusable chunk has what a copy needs: intact vectors, and token rows
+        when they are stored."""
+        if not ref.has_vectors or ref.segment in self.damaged:
+            return False
         return self.old_tokens is None or self.old_tokens.get(ref.segment) is not None
 
     def _count(self, chunks: list[PendingChunk], plan: VectorPlan) -> None:
@@ -176,10 +194,38 @@ class SegmentStream:
                 counts.reused += 1
 
     def _write_segment(self, chunks: list[PendingChunk]) -> list[ChunkRef]:
+        """The batch as one segment with vectors; or, with more texts to embed than
+        `keywords_first`, the chunks whose vectors are copied as one and the others as a
+        keywords-only segment, which the run embeds after publishing (backlog.py)."""
         plan = self._plan(chunks)
+        if not self.keywords_first or len(plan.embed) <= self.keywords_first:
+            return self._write_embedded(chunks, plan)
+        refs: dict[int, ChunkRef] = {}
+        copied = [i for i, c in enumerate(chunks) if c.record.content_hash in plan.reuse]
+        waiting = [i for i, c in enumerate(chunks) if c.record.content_hash not in plan.reuse]
+        if copied:
+            only_copies = VectorPlan(reuse=plan.reuse)
+            written = self._write_embedded([chunks[i] for i in copied], only_copies)
+            refs.update(zip(copied, written, strict=True))
+        written = self._write_keywords_only([chunks[i] for i in waiting])
+        refs.update(zip(waiting, written, strict=True))
+        return [refs[i] for i in range(len(chunks))]
+
+    def _write_keywords_only(self, chunks: list[PendingChunk]) -> list[ChunkRef]:
+        segment_id = new_segment_id(self.version)
+        records = [
+            msgspec.structs.replace(c.record, window_start=0, window_count=0) for c in chunks
+        ]
+        no_rows = np.zeros((0, self.model.dim), dtype=np.float16)
+        inputs = [c.embed_input for c in chunks]
+        segment = write_segment(self.data, segment_id, records, no_rows, 1, embed_inputs=inputs)
+        self.segments.append(segment)
+        return [ChunkRef(segment_id, i, 0, 0, r.content_hash) for i, r in enumerate(records)]
+
+    def _write_embedded(self, chunks: list[PendingChunk], plan: VectorPlan) -> list[ChunkRef]:
         late = self.old_tokens is not None
         label = f"embedding chunks (segment {len(self.segments) + 1})"
-        fresh = _FreshEmbeddings(self.load_model, plan.embed, late, label)
+        fresh = FreshEmbeddings(self.load_model, plan.embed, late, label)
         packer = TokenPacker(self.model.dim) if late else None
         segment_id = new_segment_id(self.version)
         records: list[ChunkRecord] = []
@@ -215,7 +261,7 @@ class SegmentStream:
         ]
 
     def _vectors(
-        self, key: str, plan: VectorPlan, fresh: _FreshEmbeddings
+        self, key: str, plan: VectorPlan, fresh: FreshEmbeddings
     ) -> tuple[np.ndarray, Tokens | None]:
         old = plan.reuse.get(key)
         if old is not None:
@@ -234,9 +280,9 @@ class _Library:
     ref read whole asks for it (`reuse_any_source`): an incremental run finds its vectors
     in the touched pages and never decodes every segment's chunk records (adr/0003)."""
 
-    def __init__(self, load: Callable[[], dict[str, ChunkRef]]) -> None:
+    def __init__(self, load: Callable[[], dict[str, ChunkRef]], wanted: bool = False) -> None:
         self._load = load
-        self._wanted = False
+        self._wanted = wanted
         self._refs: dict[str, ChunkRef] | None = None
 
     def want(self) -> None:
@@ -250,7 +296,7 @@ class _Library:
         return self._refs.get(key)
 
 
-class _FreshEmbeddings:
+class FreshEmbeddings:
     """float16 window vectors (and, with tokens, per-text token rows) of the texts to embed,
     made group by group as the segment loop asks for them. Texts go in groups of
     EMBED_GROUP_TEXTS, so a batch holds the token windows (and token rows) of about one

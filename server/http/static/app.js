@@ -11,9 +11,9 @@ const SNIPPET_CHARS = 240;
 const STATUS_REFRESH_MS = 10000;
 const COPIED_MS = 2000;
 const LISTED_SOURCES = 8;
-const VIEWS = ["signin", "search", "page", "status", "connect"];
-const STATE = ["view", "q", "source", "path", "doc", "lines"];
-const TITLES = { search: "Search", status: "Status", connect: "Connect an agent", signin: "Sign in" };
+const VIEWS = ["signin", "search", "page", "changes", "status", "connect"];
+const STATE = ["view", "q", "source", "path", "doc", "lines", "since"];
+const TITLES = { search: "Search", changes: "What changed", status: "Status", connect: "Connect an agent", signin: "Sign in" };
 const STOP = new Set(
   "a an and are as at be by do does for from how i in is it my of on or the this to what when where which why with".split(" "),
 );
@@ -35,7 +35,7 @@ let sequence = 0;
 let sources = []; // /api/sources' entries, for the filter, the placeholder and the overview
 let glance = { health: null, at: 0 }; // /health as the overview last read it, and when
 
-// --- the token: in this browser's storage and request headers, never in a URL -------------
+// --- the token: in this browser's storage and request headers, never in a URL
 
 const token = () => sessionStorage.getItem(TOKEN) || localStorage.getItem(TOKEN) || "";
 
@@ -101,7 +101,7 @@ async function signIn(event) {
   start();
 }
 
-// --- views and addresses: /?q=&source=&path= (search), /?doc=&lines= (page), /?view= --------
+// --- views and addresses: /?q=&source=&path= (search), /?doc=&lines= (page), /?view=
 
 function readState() {
   const params = new URLSearchParams(location.search);
@@ -133,6 +133,7 @@ function route() {
   showError("");
   if (state.view === "page") return showPage(state);
   if (state.view === "status") return showStatus();
+  if (state.view === "changes") return showChanges(state);
   if (state.view === "connect") return showConnect();
   return showSearch(state);
 }
@@ -178,7 +179,7 @@ const isolated = (tag, attributes, text) => el(tag, attributes, el("bdi", {}, vi
 const short = (commit) => (commit || "").slice(0, 7);
 const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
-// --- times: one clock on the whole page ------------------------------------------------------
+// --- times: one clock on the whole page
 // Every time is the viewer's local time on a 24-hour clock ("2026-12-02 16:29"), the same
 // whatever the browser's locale, with its UTC in a tooltip (adr/0016).
 
@@ -213,7 +214,7 @@ function clockNote() {
   return `Times are in ${zone} time, 24-hour; hover over one for UTC.`;
 }
 
-// --- the index at a glance: the filter, the placeholder, the empty page -------------------------
+// --- the index at a glance: the filter, the placeholder, the empty page
 
 // The entries a search reads without a ref: each source's default branch ("docs", not
 // "docs@v2").
@@ -262,6 +263,7 @@ async function showOverview() {
 
 function overviewWords(h) {
   const entries = defaultEntries();
+  if (h.index_version == null && BEING_INDEXED.includes(h.status)) return [el("p", { class: "lead" }, `Being indexed: ${h.status_detail}`)];
   if (h.status === "error" || !entries.length) {
     return [el("p", { class: "lead" }, `Nothing is indexed yet${h.error ? `: ${h.error}` : "."}`)];
   }
@@ -283,7 +285,7 @@ function overviewWords(h) {
   return out;
 }
 
-// --- search ------------------------------------------------------------------------------
+// --- search
 
 function showSearch(state) {
   show("search");
@@ -448,7 +450,7 @@ function highlighted(text, pattern) {
   return out;
 }
 
-// --- a page ------------------------------------------------------------------------------
+// --- a page
 
 async function showPage(state) {
   show("page");
@@ -529,7 +531,55 @@ function scrollToId(id) {
   return true;
 }
 
-// --- status: what /health knows, in words ---------------------------------------------------
+// --- what changed: /?view=changes&source=&since=, read from /api/changes
+
+function showChanges(state) {
+  show("changes");
+  const names = defaultEntries().map((s) => s.name);
+  if (state.source && !names.includes(state.source)) names.push(state.source);
+  $("changes-source").replaceChildren(...names.map((name) => el("option", {}, name)));
+  $("changes-source").value = state.source || names[0] || "";
+  $("since").value = state.since;
+  $("changes-list").replaceChildren();
+  $("changes-more").hidden = true;
+  $("changes-summary").textContent = state.since ? "" : "Since a tag, a branch, a commit, a date (2026-11-01) or an age (7d).";
+  if (state.since) readChanges(state, { source: $("changes-source").value, since: state.since });
+}
+
+async function readChanges(state, params) {
+  try {
+    const a = await api("/api/changes", params);
+    if (current !== state) return;
+    const commits = Object.fromEntries(a.commits.map((c) => [c.id, c]));
+    $("changes-list").append(...a.pages.map((p) => changeItem(p, commits, state)));
+    const end = (p) => (p.commit ? `${p.asked || p.kind} (${short(p.commit)})` : "the start");
+    $("changes-summary").textContent = `${plural(a.total, "page")} changed in ${a.source} from ${end(a.since)} to ${end(a.until)}. ${a.notes.join(" ")}`;
+    $("changes-more").hidden = !a.next_cursor;
+    $("changes-more").onclick = () => readChanges(state, { cursor: a.next_cursor });
+  } catch (error) {
+    fail(error);
+  }
+}
+
+function changeItem(p, commits, state) {
+  const path = p.kind === "deleted" ? isolated("span", {}, p.path) : isolated("a", { href: address({ view: "page", doc: p.doc_id, source: state.source }) }, p.path);
+  const lines = p.lines_added == null ? "lines not counted" : `+${p.lines_added || 0} −${p.lines_removed || 0}`;
+  const listed = (p.commits || []).map((id) => {
+    const c = commits[id] || { id };
+    return el("li", {}, el("code", {}, short(id)), " ", stamp(c.date, "day"), " ", isolated("span", {}, c.subject));
+  });
+  return el(
+    "li",
+    { class: `change ${p.kind}`, "data-path": p.path },
+    el("b", {}, p.kind),
+    path,
+    p.old_path ? isolated("span", { class: "meta" }, ` from ${p.old_path}`) : null,
+    el("div", { class: "meta" }, lines, p.sections?.length ? [" · in ", isolated("span", {}, p.sections.join("; "))] : null, p.note ? ` · ${p.note}` : null),
+    el("ul", {}, listed),
+  );
+}
+
+// --- status: what /health knows, in words
 
 async function showStatus() {
   show("status");
@@ -545,9 +595,13 @@ async function showStatus() {
   $("status-time").replaceChildren("as of ", el("time", { datetime: now.toISOString(), title: utcTime(now) }, localClock(now, true)));
 }
 
+// /health's statuses while a run indexes (nothing served yet, or chunks waiting for vectors)
+const BEING_INDEXED = ["indexing", "starting"];
+
 function statusWords(h) {
   const out = [];
   if (h.status === "error") out.push(el("p", { class: "error" }, `Nothing is served yet: ${h.error}`));
+  else if (h.index_version == null) out.push(el("p", { class: "lead" }, `Being indexed: ${h.status_detail}`));
   else {
     out.push(
       el(
@@ -558,6 +612,8 @@ function statusWords(h) {
         `: ${plural(h.total_sources, "source")}, ${plural(h.total_chunks, "section")}.`,
       ),
     );
+    // a run reading pages, or chunks waiting for vectors: how far, how fast, how long still
+    if (h.status === "indexing") out.push(el("p", { class: "weak" }, `Indexing: ${h.status_detail}`));
   }
   const refused = h.refused_version;
   if (refused) {
@@ -621,7 +677,7 @@ function sourcesTable(entries) {
   );
 }
 
-// --- connect an agent: the configurations of server/clients.py ------------------------------
+// --- connect an agent: the configurations of server/clients.py
 
 async function showConnect() {
   show("connect");
@@ -655,7 +711,7 @@ function stdioWords(launch) {
   ];
 }
 
-// --- code blocks: a copy button each -----------------------------------------------------------
+// --- code blocks: a copy button each
 
 const codeBlock = (text) => withCopyButton(el("pre", {}, el("code", {}, text)));
 
@@ -703,7 +759,7 @@ async function toClipboard(pre) {
   }
 }
 
-// --- wiring ----------------------------------------------------------------------------------
+// --- wiring
 
 function onClick(event) {
   const link = event.target.closest("a[href]");
@@ -758,6 +814,10 @@ $("source").addEventListener("change", () => {
   search();
 });
 $("status-refresh").addEventListener("click", showStatus);
+$("changes-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  navigate(address({ view: "changes", source: $("changes-source").value, since: $("since").value.trim() }));
+});
 document.addEventListener("click", onClick);
 document.addEventListener("keydown", onKey);
 window.addEventListener("popstate", () => {

@@ -289,6 +289,14 @@ def embed_text(page) -> str:
         ('--8<-- "../outside.md"', {"../outside.md": "Snipped walrus."}, False),
         ('--8<-- "/etc/passwd"', {"/etc/passwd": "Snipped walrus."}, False),
         ('--8<-- "missing.md"', {}, False),
+        ("--8<--\nsnip.md\n--8<--", {"guide/snip.md": "Snipped walrus."}, True),
+        ('--8<-- "snip.md:2:2"', {"snip.md": "Snipped.\nThe walrus."}, True),
+        ('--8<-- "snip.md:1:1"', {"snip.md": "Snipped.\nThe walrus."}, False),
+        ("{* ../docs_src/app.py ln[2:2] hl[1] *}", {"docs_src/app.py": "a = 1\nwalrus = 2"}, True),
+        ("{* ../docs_src/app.py ln[1:1] *}", {"docs_src/app.py": "a = 1\nwalrus = 2"}, False),
+        ("```py\n{!./docs_src/app.py[ln:2-2]!}\n```", {"docs_src/app.py": "a\nwalrus"}, True),
+        ("{!./docs_src/app.py[ln:1-1]!}", {"docs_src/app.py": "a = 1\nwalrus = 2"}, False),
+        ("{* ../../../docs_src/app.py *}", {"docs_src/app.py": "walrus = 1"}, False),
     ],
 )
 def test_include_forms(line: str, files: dict[str, str], expected: bool) -> None:

@@ -285,7 +285,8 @@ def test_the_hook_files_requests_for_selected_branches_and_tags(tmp_path, ws, em
     # not selected: a branch outside the patterns, a branch only refs/tags/... would select, a
     # tag outside them
     others = [f"{sha}:refs/heads/{b}" for b in ("feature", "v2.9")] + [f"{sha}:refs/tags/v3.0"]
-    assert remote_lines(push(ws.work, *others)) == []
+    [line] = remote_lines(push(ws.work, *others))
+    assert line.startswith("remote: docdex: branch feature, branch v2.9, tag v3.0 are not indexed")
     deleted = push(ws.work, ":refs/heads/release/1.0")
     [line] = remote_lines(deleted)
     assert line.startswith("remote: docdex: queued docs(branch release/1.0 deleted), but")

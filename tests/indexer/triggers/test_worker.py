@@ -24,6 +24,7 @@ from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import file_request, pending_requests
 from docdex.index_format.store import list_versions, load_current
 from docdex.indexer.run.lock import writer_lock
+from docdex.indexer.run.pipeline import index_sources
 from docdex.indexer.triggers.worker import try_lock, worker_pid
 from docdex.server.boot import Boot, open_docs
 from docdex.serverproc import ServeProcess
@@ -258,3 +259,21 @@ def test_health_names_a_failing_source_and_the_others_still_publish(tmp_path, em
         assert docs.search("axolotl", 1).results[0].path == "guide.md"  # still served
     finally:
         docs.holder.stop()
+
+
+def test_the_worker_embeds_what_a_keywords_version_left_waiting(setup, embedder):
+    ws, data = setup
+    for n in range(4):
+        ws.write(f"page{n}.md", f"# Page {n}\n\nThe wombat note number {n} (marker{n}).\n")
+    ws.commit_and_push()
+    configure(data, ws.bare, keywords_first=2)
+    index_sources(data, load_config(data), embedder=embedder, embed_while=None)
+    waiting = [s for s in load_current(data).segments if s.keywords_only]
+    assert waiting  # published for keywords, nothing embedded yet, nothing queued
+
+    done = run_worker(data, "--once")
+    assert done.returncode == 0, done.stderr
+    assert "published for keywords first" in done.stderr
+    manifest = load_current(data)
+    assert not any(s.keywords_only for s in manifest.segments)
+    assert manifest.windows >= manifest.chunks > 0

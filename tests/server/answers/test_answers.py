@@ -180,6 +180,37 @@ def test_a_cursor_belongs_to_its_document(docs):
         docs.get_document("docs:faq.md", cursor=cursor)
 
 
+def test_query_docs_pages_on_with_its_cursor_over_mcp(docs):
+    async def calls(client):
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        answers = [(await client.call_tool("query_docs", {"limit": 2})).structured_content]
+        while answers[-1]["next_cursor"]:
+            arguments = {"limit": 2, "cursor": answers[-1]["next_cursor"]}
+            answers.append((await client.call_tool("query_docs", arguments)).structured_content)
+        return tools["query_docs"], answers
+
+    tool, answers = run(docs, calls)
+    assert "cursor" in tool.input_schema["properties"]
+    assert "next_cursor" in tool.output_schema["properties"]
+    assert [len(a["documents"]) for a in answers] == [2, 2, 1]
+    assert [a["truncated"] for a in answers] == [True, True, False]
+    listed = [d["path"] for a in answers for d in a["documents"]]
+    assert listed == ["faq.md", "many.md", ODD_PATH, "tagged.md", "tides.md"]
+    assert {a["total"] for a in answers} == {5}
+
+
+def test_a_query_docs_cursor_belongs_to_its_filters(docs):
+    first = docs.query_docs(file_path_contains=".md", limit=1)
+    assert first.truncated and first.next_cursor
+    second = docs.query_docs(file_path_contains=".md", limit=1, cursor=first.next_cursor)
+    assert [p.path for p in second.documents] == ["many.md"]
+    with pytest.raises(InvalidArgument, match="other filters"):
+        docs.query_docs(title_contains="tide", cursor=first.next_cursor)
+    with pytest.raises(InvalidArgument, match="not one query_docs returned"):
+        docs.query_docs(cursor=docs.get_document("docs:tides.md", max_chars=1_000).next_cursor)
+    assert docs.query_docs(limit=100).next_cursor == ""
+
+
 # --- the hard cap ------------------------------------------------------------------------------
 
 

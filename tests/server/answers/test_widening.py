@@ -185,3 +185,45 @@ def test_one_pages_further_hits_follow_the_other_pages(docs):
     assert any(n < last_other(crowded) for n in notes_after_the_second(crowded))
     assert all(n > last_other(spread) for n in notes_after_the_second(spread))
     assert len(spread) == 8 and spread.count("notes.md") > 2  # followed, not dropped
+
+
+def option_text(name: str) -> str:
+    return "\n\n".join(
+        f"The {name} option, paragraph {n}: it changes how the relay batches the agents' "
+        f"events before it forwards them to the collector, and what it keeps on disk."
+        for n in range(6)
+    )
+
+
+OPTIONS = ["batch_size", "flush_interval", "spool_dir", "tls_mode", "retry_limit", "gzip_level"]
+REFERENCE = (
+    "# Relay reference\n\nEvery setting of the relay.\n\n## Options\n\nThe relay reads these "
+    "from relay.toml.\n\n"
+    + "\n\n".join(f"### {name}\n\n{option_text(name)}" for name in OPTIONS)
+    + "\n\n## Exit codes\n\nThe relay exits with 3 when relay.toml does not parse.\n"
+)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, embedder):
+    docs = open_indexed_docs(tmp_path_factory.mktemp("outline"), {"relay.md": REFERENCE}, embedder)
+    yield docs
+    docs.holder.stop()
+
+
+def test_a_hit_in_a_long_section_carries_its_outline(reference):
+    options = REFERENCE.split("\n").index("## Options") + 1
+    assert len(lines_of(REFERENCE, options, REFERENCE.count("\n"))) > 4_000  # past the bound
+    top = reference.search("spool_dir option", 3).results[0]
+    assert top.heading == "Relay reference › Options › spool_dir"
+    section, *parts = top.outline
+    assert section.heading == "Options" and section.start_line == options
+    assert [p.heading for p in parts] == OPTIONS
+    assert section.start_line < parts[0].start_line and parts[-1].end_line == section.end_line
+    for part, name in zip(parts, OPTIONS, strict=True):  # each one get_document away
+        fetched = reference.get_document("docs:relay.md", part.start_line, part.end_line)
+        assert fetched.text.startswith(f"### {name}") and option_text(name) in fetched.text
+    assert top.start_line == parts[2].start_line and top.end_line == parts[2].end_line
+
+    short = reference.search("exit code when relay.toml does not parse", 1).results[0]
+    assert short.heading == "Relay reference › Exit codes" and short.outline == []

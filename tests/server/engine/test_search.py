@@ -661,8 +661,9 @@ def test_a_request_in_prose_is_fused_by_reciprocal_ranks_alone():
     assert profile.literals == ["max_connections"] and len(question.split()) == 13
     holds = Candidate(None, 0, 0, bm25=1.0, bm25_rank=2, dense=0.5)
     other = Candidate(None, 0, 1, bm25=2.0, bm25_rank=1, dense=0.6)
-    holds._record = SimpleNamespace(text="Set max_connections = 50 in docdex.toml.")  # type: ignore[assignment]
-    other._record = SimpleNamespace(text="A proxy in front of the server.")  # type: ignore[assignment]
+    holding = SimpleNamespace(text="Set max_connections = 50 in docdex.toml.", headings=["Limits"])
+    holds._record = holding  # type: ignore[assignment]
+    other._record = SimpleNamespace(text="A proxy in front.", headings=["Proxies"])  # type: ignore[assignment]
 
     def literal_wins(**settings) -> bool:
         chosen = msgspec.structs.replace(DEFAULT_SETTINGS, **settings)

@@ -46,7 +46,7 @@ from paths import ROOT
 DOC = ROOT / "docs" / "clients.md"
 DOC_TEXT = DOC.read_text()
 TOKEN = "clients-test-token-0123456789"
-TOOLS = {"search_docs", "query_docs", "get_document", "list_sources", "reindex"}
+TOOLS = {"search_docs", "query_docs", "get_document", "list_sources", "changes", "reindex"}
 QUERY = {"query": "error E1234", "num_results": 3}
 DOCDEX = Path(sys.executable).with_name("docdex")  # the venv's executable, as a reader's
 

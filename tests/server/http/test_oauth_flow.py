@@ -57,9 +57,10 @@ class Owner(Redirected):
     """The person at the browser: opens the authorization URL, reads the consent form and
     posts it with the admin secret; the redirect's code goes back to the client."""
 
-    def __init__(self, server: ServeProcess, secret: str = SECRET):
+    def __init__(self, server: ServeProcess, secret: str = SECRET, tick_reindex: bool = False):
         super().__init__()
         self.server, self.secret = server, secret
+        self.tick_reindex = tick_reindex  # the owner ticks "also allow reindex" if unticked
         self.consents = 0
         self.pages: list[str] = []
 
@@ -73,7 +74,9 @@ class Owner(Redirected):
             self.pages.append(page.text)
             form = {"request": form_field(page.text, "request"), "secret": self.secret}
             form["decision"] = "allow"
-            if 'name="reindex" checked' in page.text:  # as a browser submits the form
+            if 'name="reindex" checked' in page.text or (  # as a browser submits the form
+                self.tick_reindex and 'name="reindex"' in page.text
+            ):
                 form["reindex"] = "on"
             answer = await browser.post(f"{self.server.url}/oauth/consent", data=form)
         self.received(answer)
@@ -126,7 +129,7 @@ def test_url_only_client_connects_searches_refreshes_and_is_revoked(server):
     assert sources.structured_content["sources"][0]["name"] == "docs"
     assert owner.consents == 1 and storage.tokens is not None
     assert storage.tokens.scope == "docdex:read" and storage.tokens.refresh_token
-    assert "reindex" not in owner.pages[0]  # it asked to read only: nothing more offered
+    assert 'name="reindex">' in owner.pages[0]  # it asked to read only: offered, unticked
     first = storage.tokens
 
     # the client takes its token for expired: it refreshes, the refresh token rotates
@@ -170,6 +173,31 @@ def test_reindex_needs_its_scope_and_the_client_steps_up(server):
     assert not receipt.is_error, receipt
     assert owner.consents == 2 and "docdex:reindex" in storage.tokens.scope.split()
     assert "also allow reindex" in owner.pages[1]
+
+
+def test_the_owner_allows_reindex_to_a_client_that_asked_to_read_only(server):
+    owner, storage = Owner(server, tick_reindex=True), Memory()
+    auth = oauth_client(server, owner, storage)
+    (receipt,) = run_session(auth, [("reindex", {"source": "docs"})])
+    assert not receipt.is_error, receipt
+    assert owner.consents == 1  # no step-up: the first consent allowed both
+    assert set(storage.tokens.scope.split()) == {"docdex:read", "docdex:reindex"}
+    assert "also allow reindex" in owner.pages[0]
+    assert "search and read" in owner.pages[0]
+
+
+def test_a_client_asking_both_scopes_at_first_gets_both_in_one_consent(server):
+    with httpx2.Client(base_url=server.url) as browser:
+        asked = Authorization(register(browser), scope="docdex:read docdex:reindex")
+        page = asked.consent_page(browser)
+        assert 'name="reindex" checked' in page.text
+        form = {"request": form_field(page.text, "request"), "secret": SECRET}
+        answer = browser.post("/oauth/consent", data={**form, "decision": "allow", "reindex": "on"})
+        code = parse_qs(urlsplit(answer.headers["location"]).query)["code"][0]
+        tokens = asked.exchange(browser, code).json()
+    assert set(tokens["scope"].split()) == {"docdex:read", "docdex:reindex"}
+    receipt = call_tool(server.mcp_url, "reindex", {"source": "docs"}, token=tokens["access_token"])
+    assert not receipt.is_error, receipt
 
 
 def test_docdex_auth_lists_and_revokes_clients(server, capsys):

@@ -20,7 +20,13 @@ from docdex.index_format import metrics
 from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import pending_requests
 from docdex.index_format.reassembly import served_text
-from docdex.server.answers.shapes import Document, PageList, ReindexReceipt, SourceList
+from docdex.server.answers.shapes import (
+    Changes,
+    Document,
+    PageList,
+    ReindexReceipt,
+    SourceList,
+)
 from docdex.server.engine import SearchResult
 from docdex.serverproc import ServeProcess, call_tool, call_tools, free_port
 
@@ -174,6 +180,7 @@ def test_tools_have_the_expected_names_and_parameters(servers):
             "max_chars",
             "ref",
             "tags",
+            "changed_since",
         },
         "query_docs": {
             "source",
@@ -184,9 +191,11 @@ def test_tools_have_the_expected_names_and_parameters(servers):
             "limit",
             "ref",
             "tags",
+            "cursor",
         },
         "get_document": {"doc_id", "start_line", "end_line", "cursor", "max_chars", "ref"},
         "list_sources": set(),
+        "changes": {"source", "since", "until", "ref", "path_prefix", "cursor", "max_chars"},
         "reindex": {"source"},
     }
     search = tools["search_docs"]
@@ -198,6 +207,7 @@ def test_tools_have_the_expected_names_and_parameters(servers):
         "query_docs": PageList,
         "get_document": Document,
         "list_sources": SourceList,
+        "changes": Changes,
         "reindex": ReindexReceipt,
     }
     for name, struct in answers.items():  # each schema is the struct its answer encodes
@@ -232,7 +242,7 @@ def test_search_docs_returns_cited_hits(servers):
     assert "E1234" in top["text"] and top["heading"] == "FAQ › Error E1234"
     lines = FAQ_E1234.split("\n")[top["start_line"] - 1 : top["end_line"]]
     assert "\n".join(lines) == top["text"]
-    assert json.loads(result.content[0].text) == out  # text content: the same JSON
+    assert result.content[0].text.startswith(f"{len(out['results'])} hit")  # markdown text
 
     api = http(f"{servers.open.url}/api/search?q=E1234&n=3").json()
     for answer in (api, out):

@@ -147,8 +147,10 @@ def mcp_view(server: ServeProcess, token: str, bravo_ids: list[str], reindex: bo
             answers, errors = {}, {}
             for name, (tool, arguments) in {**calls, **refused}.items():
                 result = await client.call_tool(tool, arguments)
-                text = result.content[0].text  # type: ignore[union-attr]
-                (errors if result.is_error else answers)[name] = text
+                if result.is_error:
+                    errors[name] = result.content[0].text  # type: ignore[union-attr]
+                else:  # the text content is markdown for people; the JSON is for programs
+                    answers[name] = json.dumps(result.structured_content)
             answers["resources"] = (await client.list_resources()).model_dump_json()
             answers["templates"] = (await client.list_resource_templates()).model_dump_json()
             read = await client.read_resource("docdex://alpha/faq.md")

@@ -21,7 +21,7 @@ from urllib.parse import quote
 import pytest
 
 from docdex.index_format import metrics
-from docdex.index_format.config import Config, SourceConfig, load_config, save_config
+from docdex.index_format.config import Config, Settings, SourceConfig, load_config, save_config
 from docdex.index_format.layout import DataDir
 from docdex.indexer.run.pipeline import index_sources
 from docdex.server.answers.page_views import page_view
@@ -31,8 +31,8 @@ from docdex.server.http.search_page import CONTENT_SECURITY_POLICY, page_bytes
 from docdex.server.rendering.renderer import Where, link_target, render_markdown
 from docdex.serverproc import ServeProcess
 
-from fixtures import FAQ_E1234, build_workspace, http, pushed_workspace, wait_for
-from gitrepo import Workspace
+from fixtures import FAQ_E1234, INSTALL, build_workspace, http, pushed_workspace, wait_for
+from gitrepo import Workspace, git
 from paths import ROOT
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -760,6 +760,28 @@ def test_status_shows_the_new_commit_after_a_push(site, tab, embedder):
         metrics.last_ingestion_path(site.data).unlink()
 
 
+def test_status_says_how_far_the_vectors_of_a_keywords_version_are(site, tmp_path, embedder):
+    pages = {f"guide/{n}.md": f"# Guide {n}\n\nThe wombat note number {n}.\n" for n in range(4)}
+    ws = pushed_workspace(tmp_path / "kw", pages)
+    data = DataDir(tmp_path / "data")
+    data.ensure()
+    source = SourceConfig(name="kw", location=str(ws.bare))
+    config = Config(settings=Settings(keywords_first=2), sources=[source])
+    save_config(data, config)
+    index_sources(data, config, embedder=embedder, embed_while=None)  # keywords only
+    with ServeProcess(data.root, tmp_path / "serve.log", token=TOKEN) as server:
+        server.wait_serving()
+        context = signed_in_context(site.browser, server.url)
+        try:
+            page = context.new_page()
+            page.goto(server.url + "/?view=status")
+            page.wait_for_selector("table.sources")
+            text = page.text_content("#status-body")
+            assert "Indexing: 4 of 4 chunks wait for vectors" in text, text
+        finally:
+            context.close()
+
+
 # --- accessibility and the dark theme -----------------------------------------------------------
 
 
@@ -960,3 +982,54 @@ def test_emoji_have_a_font_to_render_with(site, tab):
     for selector in ("body", "#page-body code"):
         family = tab.page.eval_on_selector(selector, "e => getComputedStyle(e).fontFamily")
         assert family.endswith('"Segoe UI Symbol", "Noto Color Emoji"'), (selector, family)
+
+
+# --- what changed ---------------------------------------------------------------------------
+
+
+def test_what_changed_lists_a_source_s_pages_since_a_tag(site, tab, embedder):
+    ws = site.docs
+    git(ws.work, "tag", "web-before")
+    git(ws.work, "push", "-q", "origin", "web-before")
+    ws.write("guide/whatsnew.md", "# What is new\n\nThe quokka release.\n")
+    ws.write("guide/install.md", INSTALL + "\n## Upgrading\n\nRun the upgrade.\n")
+    ws.remove("reference/api.md")
+    new = ws.commit_and_push("The quokka release")
+    index_all(site.data, embedder)
+    wait_for(lambda: site.server.health()["sources"]["docs"]["commit"] == new, what="served")
+    page = tab.page
+    page.goto(site.url("/"))
+    page.click("#nav a[data-view=changes]")
+    page.wait_for_selector("#changes:not([hidden])")
+    page.select_option("#changes-source", "docs")
+    page.fill("#since", "web-before")
+    page.click("#changes-form button")
+    page.wait_for_selector("#changes-list .change")
+    changes = page.eval_on_selector_all(
+        "#changes-list .change",
+        """items => items.map(i => ({
+            path: i.dataset.path,
+            kind: i.querySelector('b').textContent,
+            meta: i.querySelector('.meta').textContent,
+            commits: i.querySelector('ul').textContent,
+            link: i.querySelector('a')?.getAttribute('href') ?? '',
+        }))""",
+    )
+    kinds = {change["path"]: change["kind"] for change in changes}
+    assert kinds == {
+        "guide/install.md": "modified",
+        "guide/whatsnew.md": "added",
+        "reference/api.md": "deleted",
+    }
+    by_path = {change["path"]: change for change in changes}
+    assert "+4 −0" in by_path["guide/install.md"]["meta"], by_path
+    assert "Upgrading" in by_path["guide/install.md"]["meta"]
+    assert "The quokka release" in by_path["guide/whatsnew.md"]["commits"]
+    assert by_path["reference/api.md"]["link"] == ""  # a deleted page has no page to open
+    summary = page.text_content("#changes-summary")
+    assert summary.startswith("3 pages changed in docs from web-before ("), summary
+    assert page.url.endswith("/?view=changes&source=docs&since=web-before"), page.url
+    shoot(page, "what-changed")
+    page.click("#changes-list a[href*='whatsnew']")
+    page.wait_for_selector('#page-body[data-doc="docs:guide/whatsnew.md"]')
+    assert "The quokka release." in page.text_content("#page-body")

@@ -212,7 +212,14 @@ SCHEMAS = _schemas()
 
 
 def test_every_tool_is_fuzzed():
-    assert set(SCHEMAS) == {"search_docs", "query_docs", "get_document", "list_sources", "reindex"}
+    assert set(SCHEMAS) == {
+        "search_docs",
+        "query_docs",
+        "get_document",
+        "list_sources",
+        "changes",
+        "reindex",
+    }
 
 
 @pytest.mark.parametrize("tool", sorted(SCHEMAS))

@@ -24,7 +24,7 @@ from docdex.serverproc import ServeProcess
 from fixtures import build_workspace, index_workspace
 from gitrepo import Workspace
 
-TOOLS = {"search_docs", "query_docs", "get_document", "list_sources", "reindex"}
+TOOLS = {"search_docs", "query_docs", "get_document", "list_sources", "changes", "reindex"}
 
 
 def stdio_server(data: Path) -> StdioServerParameters:
@@ -56,7 +56,7 @@ def indexed(tmp_path_factory, embedder):
     return ws, data
 
 
-def test_the_five_tools_answer_as_over_http(indexed, tmp_path):
+def test_the_tools_answer_as_over_http(indexed, tmp_path):
     _ws, data = indexed
     query = {"query": "error E1234", "num_results": 5}
 
@@ -69,7 +69,7 @@ def test_the_five_tools_answer_as_over_http(indexed, tmp_path):
     assert not stdio.is_error
     hits = stdio.structured_content["results"]
     assert hits[0]["chunk_id"].startswith("docs:faq.md#") and "E1234" in hits[0]["text"]
-    assert json.loads(stdio.content[0].text) == stdio.structured_content
+    assert stdio.content[0].text.startswith(f"{len(hits)} hits")  # markdown (text_content.py)
     with ServeProcess(data.root, tmp_path / "serve.log") as server:
         server.wait_ready()
         http = server.call_tool("search_docs", query)
@@ -199,6 +199,20 @@ def test_every_request_piped_in_before_end_of_input_is_answered(indexed):
     by_id = {r.get("id"): r for r in replies}  # answered in any order, each once
     assert len(replies) == 3 and set(by_id) == {1, 2, 3}
     assert "docs:faq.md" in json.dumps(by_id[3]["result"])
+
+
+@pytest.mark.parametrize(("protocol", "json_text"), [("2025-03-26", True), ("2025-06-18", False)])
+def test_a_session_without_structured_output_reads_the_json_as_text(indexed, protocol, json_text):
+    _ws, data = indexed
+    call = {"name": "search_docs", "arguments": {"query": "E1234", "num_results": 2}}
+    asked = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
+    replies = piped(data, [initialize(protocol), INITIALIZED, asked])
+    result = {r.get("id"): r for r in replies}[2]["result"]
+    text = result["content"][0]["text"]
+    if json_text:  # the only form such a session has
+        assert json.loads(text)["results"][0]["chunk_id"].startswith("docs:faq.md#")
+    else:
+        assert text.startswith("2 hits") and result["structuredContent"]["results"]
 
 
 def test_what_docdex_does_not_offer_gets_the_specification_s_errors(indexed):
@@ -356,9 +370,10 @@ def test_deeply_nested_json_is_a_parse_error_and_the_answers_go_on(indexed):
     assert answered[7]["result"]["isError"]  # the tool's own refusal: query is no string
 
 
-def test_connecting_declares_no_notifications_under_every_protocol_version(indexed):
-    """docdex sends no change notifications (its tools never change; a new version is not
-    announced), so no protocol version's connecting result promises any."""
+def test_connecting_declares_the_notifications_docdex_sends_under_every_protocol_version(indexed):
+    """docdex tells of a new version's pages (resources' listChanged) and of nothing else: its
+    tools never change, no one page is followed. Every protocol version's connecting result
+    says so."""
     _ws, data = indexed
     discover = {
         "jsonrpc": "2.0",
@@ -371,8 +386,42 @@ def test_connecting_declares_no_notifications_under_every_protocol_version(index
         for version in ("2025-06-18", "2025-11-25")
     }
     declared[MODERN] = piped(data, [discover])[0]["result"]["capabilities"]
-    silent = {
-        "resources": {"listChanged": False, "subscribe": False},
+    sent = {
+        "resources": {"listChanged": True, "subscribe": False},
         "tools": {"listChanged": False},
     }
-    assert declared == dict.fromkeys(declared, silent)
+    assert declared == dict.fromkeys(declared, sent)
+
+
+@pytest.mark.parametrize("mode", ["legacy", MODERN])
+def test_a_connected_client_is_told_when_a_push_changes_the_pages(tmp_path, embedder, mode):
+    """A handshake version hears notifications/resources/list_changed on its connection;
+    2026-07-28 on the subscriptions/listen stream it opened."""
+    ws = build_workspace(tmp_path / "repo")
+    data = DataDir(tmp_path / "data")
+    index_workspace(data, ws, embedder)
+    heard = asyncio.Event()
+
+    async def on_message(message) -> None:
+        if getattr(message, "method", "") == "notifications/resources/list_changed":
+            heard.set()
+
+    def push_and_index() -> None:
+        ws.write("guide/news.md", "# News\n\nSomething new.\n")
+        ws.commit_and_push("news")
+        index_workspace(data, ws, embedder)
+
+    async def main() -> list[str]:
+        async with Client(stdio_server(data.root), mode=mode, message_handler=on_message) as c:
+            await c.list_resources()  # connected, a request answered
+            if mode == "legacy":
+                await asyncio.to_thread(push_and_index)
+                await asyncio.wait_for(heard.wait(), 60)
+            else:
+                async with c.listen(resources_list_changed=True) as events:
+                    await asyncio.to_thread(push_and_index)
+                    await asyncio.wait_for(anext(aiter(events)), 60)
+            listed = await c.list_resources()
+            return [r.uri for r in listed.resources]
+
+    assert "docdex://docs/guide/news.md" in asyncio.run(main())

@@ -1,7 +1,9 @@
 """The consent page: the owner signs in with the admin secret and lets a client connect.
 
     GET  /oauth/consent?request=ID   which client asks, for what, and the form
-    POST /oauth/consent              request, secret, decision (allow | deny), reindex (on):
+    POST /oauth/consent              request, secret, decision (allow | deny), reindex (on;
+                                     offered ticked when the client asked for it, unticked
+                                     when it asked to read only):
                                      a 303 back to the client's redirect_uri with a code, or
                                      access_denied; a wrong secret shows the form again (403),
                                      or ends the request (429, 410: provider.wrong_secret);
@@ -80,7 +82,7 @@ class Consent:
             return self._sources_chosen(request_id, pending, form)
         if not self._right(_text(form.get("secret"))):
             return await self._wrong(request_id, pending)
-        scopes = [READ_SCOPE] + ([REINDEX_SCOPE] if _text(form.get("reindex")) == "on" else [])
+        scopes = _chosen_scopes(pending, _text(form.get("reindex")) == "on")
         names = self.sources()
         if len(names) < 2:  # nothing to choose
             return _redirect(self.provider.approve(request_id, scopes), pending)
@@ -119,6 +121,14 @@ class Consent:
         return hmac.compare_digest(hashlib.sha256(given.encode()).digest(), self._secret)
 
 
+def _chosen_scopes(pending: Pending, reindex: bool) -> list[str]:
+    """What the owner allows: the scopes the client asked for but reindex, which goes with
+    the box alone (offered to a client that asked to read only, so that it needs no second
+    consent to step up)."""
+    asked = [s for s in pending.scopes if s in SCOPE_WORDS and s != REINDEX_SCOPE]
+    return asked + ([REINDEX_SCOPE] if reindex else [])
+
+
 def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
@@ -135,10 +145,12 @@ def _form(request_id: str, pending: Pending, problem: str = "", status: int = 20
     where = e(urlsplit(pending.redirect_uri).netloc or pending.redirect_uri)
     asked = [s for s in pending.scopes if s in SCOPE_WORDS]
     items = "".join(f"<li>{e(SCOPE_WORDS[s])}</li>" for s in asked)
+    if REINDEX_SCOPE in asked:
+        box, why = " checked", ""
+    else:
+        box, why = "", " (it asked to read only; ticking it saves a second consent later)"
     reindex = (
-        '<p><label><input type="checkbox" name="reindex" checked> also allow reindex</label></p>'
-        if REINDEX_SCOPE in asked
-        else ""
+        f'<p><label><input type="checkbox" name="reindex"{box}> also allow reindex</label>{why}</p>'
     )
     alert = f'<p role="alert"><strong>{e(problem)}</strong></p>' if problem else ""
     body = f"""<h1>Connect {client} to docdex?</h1>

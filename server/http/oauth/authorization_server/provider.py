@@ -185,7 +185,8 @@ class DocdexProvider(OAuthAuthorizationServerProvider[SourcedCode, RefreshToken,
         self, request_id: str, scopes: list[str], sources: list[str] | None = None
     ) -> str | None:
         """The redirect that carries a new code for the request (None: no such request),
-        whose tokens read `sources` only (None: every source). The request is answered once."""
+        whose tokens have the owner's `scopes` (which may add reindex to what the client
+        asked) and read `sources` only (None: every source). The request is answered once."""
         request = self._take(request_id)
         if request is None:
             return None
@@ -193,7 +194,7 @@ class DocdexProvider(OAuthAuthorizationServerProvider[SourcedCode, RefreshToken,
         self._codes[code] = SourcedCode(
             sources=sources,
             code=code,
-            scopes=[s for s in request.scopes if s in scopes],
+            scopes=[s for s in ALL_SCOPES if s in scopes],
             expires_at=self.clock() + self.lifetimes.code,
             client_id=request.client_id,
             code_challenge=request.code_challenge,
