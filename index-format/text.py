@@ -169,7 +169,8 @@ def identifier_terms(text: str) -> list[str]:
     """
     terms: dict[str, None] = {}
     for raw in text.split():
-        terms.update(dict.fromkeys(_raw_terms(raw)))
+        for term in _raw_terms(raw):
+            terms[term] = None
     return list(terms)
 
 

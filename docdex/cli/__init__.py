@@ -36,10 +36,7 @@ from . import (
     settings,
     sources,
 )
-from .commands import EXIT_ERROR, EXIT_USAGE, Context, UsageError
-
-# `docdex ... | head`: the reader left. 128 + SIGPIPE, as git and coreutils end then.
-EXIT_BROKEN_PIPE = 141
+from .commands import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_USAGE, Context, UsageError
 
 GROUPS = (
     sources,

@@ -24,6 +24,7 @@ from docdex.runtime.environment import Environment
 from docdex.runtime.logs import LogSettings
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_BROKEN_PIPE = 141  # `docdex ... | head`: the reader left; 128 + SIGPIPE, as git ends then
 T = TypeVar("T")
 
 
