@@ -20,6 +20,8 @@ from docdex.index_format.ref_names import base_of, entries_of, resolve_ref
 from docdex.index_format.run_progress import (
     READING,
     embedding_sentence,
+    partial_entries,
+    partial_sentence,
     read_progress,
     reading_sentence,
     waiting_chunks,
@@ -93,15 +95,17 @@ def version_details(data: DataDir) -> list[VersionDetails]:
 
 def indexing(data: DataDir) -> str:
     """What a run is doing now, in a sentence ("" when no run is): the pages it reads, or
-    how far the current version's waiting chunks are embedded."""
+    how far the current version's waiting chunks are embedded; and what the current
+    version holds of each entry published while it was read."""
     progress = read_progress(data)
-    if progress is not None and progress.phase == READING:
-        return reading_sentence(progress)
     manifest = load_current(data)
+    partial = [partial_sentence(k, s, progress) for k, s in partial_entries(manifest).items()]
+    if progress is not None and progress.phase == READING:
+        return "; ".join([reading_sentence(progress), *partial])
     waiting = waiting_chunks(manifest)
     if manifest is None or not waiting:
-        return ""
-    return embedding_sentence(waiting, manifest.chunks, progress)
+        return "; ".join(partial)
+    return "; ".join([*partial, embedding_sentence(waiting, manifest.chunks, progress)])
 
 
 def _version_info(data: DataDir, manifest: Manifest, is_current: bool) -> VersionInfo:

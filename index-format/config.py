@@ -24,6 +24,7 @@ from .model_tables import (
     BUILT_IN_EMBEDDERS,
     EMBEDDER_KINDS,
     MINILM,
+    MINILM_INT8,
     EmbedderSpec,
     ModelSpec,
     RerankEndpoint,
@@ -89,14 +90,19 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     source_timeout_s: Annotated[int, msgspec.Meta(ge=0)] = 0
     # default | none | maxsim | cross-encoder:/path/to/onnx-dir | NAME of a rerank [models.NAME]
     reranker: str = "default"
-    # "minilm" (the shipped model) or the name of a [models.NAME] table (model_tables.py): changing
-    # it re-embeds every source into a new version while the old one keeps serving
+    # "minilm" (the shipped model), "minilm-int8" (its int8 passage graph, what a new data
+    # directory names: NEW_DATA_DIRECTORY) or the name of a [models.NAME] table (model_tables.py):
+    # changing it re-embeds every source into a new version while the old one keeps serving
     embedder: str = MINILM
     late_interaction: bool = False  # write token vectors for MaxSim (ADR 0006; ~70 B/token)
     # a batch of new pages with more texts to embed than this is published for keywords first
     # and embedded after, a version published every this many texts (adr/0042; 0 = embed
     # before publishing)
     keywords_first: Annotated[int, msgspec.Meta(ge=0)] = 256
+    # while a run reads an entry the index does not hold yet (a new source or ref, a first
+    # index), it publishes the pages read so far every this many seconds, the entry marked
+    # as being read (adr/0042; 0 = only once it is read whole)
+    partial_every_s: Annotated[float, msgspec.Meta(ge=0)] = 20.0
     # /health says "stale" once a ref's tip has been ahead of its index this long (the hook,
     # the worker or the poller is not doing its job)
     stale_after_s: int = 900
@@ -174,11 +180,17 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return "configured sources: " + ", ".join(s.name for s in self.sources)
 
 
+# What a data directory without docdex.toml starts from: passages through the int8 graph
+# (adr/0041). A file that names no embedder means "minilm", the float32 graph every data
+# directory made before embeds with, so those keep their vectors until the user switches.
+NEW_DATA_DIRECTORY = Config(settings=Settings(embedder=MINILM_INT8))
+
+
 def load_config(data: DataDir) -> Config:
     try:
         text = data.config.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return Config()
+        return NEW_DATA_DIRECTORY
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{data.config} is not valid TOML: {exc}") from None
     return parse_config(text, data.config)
@@ -239,9 +251,9 @@ def save_config(data: DataDir, config: Config) -> None:
 
 
 def edit_config(data: DataDir, change: Callable[[TOMLDocument], None]) -> Config:
-    """docdex.toml as written (a new one holds every default setting), changed by `change`
-    and checked as load_config checks it, then written; the new configuration. A change
-    the check refuses writes nothing."""
+    """docdex.toml as written (a new one holds every setting of NEW_DATA_DIRECTORY), changed
+    by `change` and checked as load_config checks it, then written; the new configuration. A
+    change the check refuses writes nothing."""
     document = config_document(data)
     change(document)
     text = tomlkit.dumps(document)
@@ -257,11 +269,11 @@ def settings_table(document: TOMLDocument) -> Table:
 
 
 def config_document(data: DataDir) -> TOMLDocument:
-    """docdex.toml as written, comments included (a new one: every default setting)."""
+    """docdex.toml as written, comments included (a new one: NEW_DATA_DIRECTORY's settings)."""
     try:
         text = data.config.read_text(encoding="utf-8")
     except FileNotFoundError:
-        text = to_toml(Config())
+        text = to_toml(NEW_DATA_DIRECTORY)
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{data.config} is not valid TOML: {exc}") from None
     try:

@@ -15,8 +15,8 @@ from .model_tables import EmbedderSpec
 
 FORMAT_MAJOR = 1
 # the newest minor this code reads and writes (1: token vectors, 2: checksums, 3: segments
-# whose chunks have text but no vectors yet)
-FORMAT_MINOR = 3
+# whose chunks have text but no vectors yet, 4: entries published while still being read)
+FORMAT_MINOR = 4
 
 # Defaults of the embedding windows (docdex.toml can change them; the chunker's are below).
 WINDOW_TOKENS = 250  # an embedding window's content tokens
@@ -265,6 +265,17 @@ class SegmentRef(msgspec.Struct, frozen=True):
     keywords_only: bool = False
 
 
+class Reading(msgspec.Struct, frozen=True):
+    """An entry published while its run still reads it (format 1.4): its pages are those of
+    the files read so far, of `commit`; its state's own `commit` stays "" until it is read
+    whole, so that a reader or indexer that does not know this field sees an entry never
+    indexed (an indexer reads it whole again)."""
+
+    commit: str  # the commit being read
+    done: int  # files read so far
+    total: int  # files to read
+
+
 class SourceState(msgspec.Struct, frozen=True):
     name: str
     location: str
@@ -289,6 +300,7 @@ class SourceState(msgspec.Struct, frozen=True):
     # When the entry's runs began to fail ("" = its last run did not); `last_error` says why,
     # and its pages are those of `commit`, the last run that succeeded.
     failed_since: str = ""
+    reading: Reading | None = None  # published while being read (None: read whole)
 
 
 class Manifest(msgspec.Struct, frozen=True):

@@ -13,7 +13,8 @@ from pathlib import Path
 import msgspec
 
 from .layout import DataDir, process_alive, write_atomic
-from .records import Manifest
+from .records import Manifest, SourceState
+from .ref_names import base_of
 
 PROGRESS_FILE = "progress.json"
 READING, EMBEDDING = "reading", "embedding"
@@ -112,6 +113,29 @@ def embedding_sentence(waiting: int, total: int, progress: RunProgress | None) -
     if progress.eta_s is not None:
         said += f", about {progress.eta_s:,.0f} s left"
     return said
+
+
+def partial_entries(manifest: Manifest | None) -> dict[str, SourceState]:
+    """The entries a version holds only part of, being read when it was published."""
+    if manifest is None:
+        return {}
+    return {key: state for key, state in manifest.sources.items() if state.reading is not None}
+
+
+def partial_sentence(key: str, state: SourceState, progress: RunProgress | None) -> str:
+    """What a version holds of an entry published while it was read, e.g. "source docs is
+    being indexed: 120 of 3,112 pages read; results cover those"; once no live run reads
+    its source, that its run stopped and the next one reads it whole."""
+    reading = state.reading
+    if reading is None:
+        return ""
+    pages = f"{reading.done:,} of {reading.total:,} pages read"
+    if progress is not None and base_of(key, state) in progress.sources:
+        return f"source {key} is being indexed: {pages}; results cover those"
+    return (
+        f"source {key} is partly indexed: {pages} when its run stopped; results cover "
+        "those, and the next run of the source reads it whole"
+    )
 
 
 def _sources(names: list[str]) -> str:

@@ -68,7 +68,7 @@ class TextAnalysis:
 
     def prepare(self, text: str) -> str:
         """What the indexer hands Tantivy for a text field (title, headings, body)."""
-        return _CJK_RUN.sub(" ", text) if self.fold else text
+        return _CJK_RUN.sub(" ", text) if self.fold and not text.isascii() else text
 
     def terms(self, text: str) -> list[str]:
         """The terms Tantivy makes of `text` in the text fields, in order."""
@@ -77,7 +77,7 @@ class TextAnalysis:
     def cjk_values(self, text: str) -> list[str]:
         """The values of the cjk field: each CJK run of `text`, NFKC-normalised (half-width
         kana become full-width), one value per run so that no n-gram spans two runs."""
-        if not self.fold:
+        if not self.fold or text.isascii():  # a quick test: most chunks have no CJK run
             return []
         return [unicodedata.normalize("NFKC", run) for run in _CJK_RUN.findall(text)]
 

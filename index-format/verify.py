@@ -239,6 +239,7 @@ class _Checker:
         unsummed = sum(1 for f in files if f.sum is None)
         if unsummed and manifest.format_minor >= CHECKSUMS_MINOR:
             notes.append(f"{unsummed} files have no recorded checksum (written before 1.2)")
+        problems += _reading(manifest, version, notes)
         for named in files:
             problem = self.file(named)
             if problem:
@@ -267,6 +268,27 @@ class _Checker:
         if key not in self._sums:
             self._sums[key] = file_sha256(path)
         return self._sums[key]
+
+
+def _reading(manifest: Manifest, version: int, notes: list[str]) -> list[Problem]:
+    """Entries published while being read (format 1.4): a note each; a problem when the
+    state contradicts itself (more files read than there are, or a commit recorded as
+    read whole)."""
+    problems = []
+    for key, state in sorted(manifest.sources.items()):
+        reading = state.reading
+        if reading is None:
+            continue
+        notes.append(
+            f"entry {key} was published while being read: {reading.done} of {reading.total} files"
+        )
+        if reading.done > reading.total or state.commit or state.files > reading.done:
+            detail = (
+                f"entry {key} is being read ({reading.done} of {reading.total} files) but "
+                f"records commit {state.commit!r} and {state.files} pages"
+            )
+            problems.append(Problem(f"versions/{version_name(version)}.json", "value", detail))
+    return problems
 
 
 def _structure(data: DataDir, manifest: Manifest, damaged: set[str]) -> list[Problem]:

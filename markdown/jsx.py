@@ -33,6 +33,8 @@ def is_mdx(path: str, lines: list[str]) -> bool:
     syntax only MDX has."""
     if path.lower().endswith(".mdx"):
         return True
+    if not any(map(_mdx_only_syntax, lines)):  # most pages: no need to know where code is
+        return False
     script = False
     for line, code in zip(lines, in_fences(lines), strict=True):
         if code or not line:
@@ -43,11 +45,15 @@ def is_mdx(path: str, lines: list[str]) -> bool:
         if _SCRIPT_OPEN.match(line):
             script = not _SCRIPT_CLOSE.search(line)
             continue
-        if ("{" in line or "import" in line or "export" in line) and (
-            _MDX_ESM.match(line) or _MDX_ONLY.search(_CODE_SPAN.sub("", line))
-        ):
+        if _mdx_only_syntax(line):
             return True
     return False
+
+
+def _mdx_only_syntax(line: str) -> bool:
+    return ("{" in line or "import" in line or "export" in line) and bool(
+        _MDX_ESM.match(line) or _MDX_ONLY.search(_CODE_SPAN.sub("", line))
+    )
 
 
 def without_jsx(lines: list[str]) -> list[str]:

@@ -86,11 +86,14 @@ def load_embedder(
 
 
 def shipped_identity(info: EmbedderInfo, spec: ShippedEmbedder | None) -> EmbedderInfo:
-    """The shipped model's identity, or that of its int8-passage form (its own id, so that
-    the two never reuse each other's vectors)."""
+    """The shipped model's identity, or that of its int8-passage form (its own id, with the
+    revision of the int8 graph's vectors, so that no two of them reuse each other's)."""
     if spec is None:
         return info
-    return msgspec.structs.replace(info, id=f"{info.id}+{spec.passages}-passages", spec=spec)
+    from .passagegraph import INT8_VECTORS
+
+    passages = f"{spec.passages}-passages-{INT8_VECTORS}"
+    return msgspec.structs.replace(info, id=f"{info.id}+{passages}", spec=spec)
 
 
 def query_embedder(

@@ -10,11 +10,13 @@ Rewrites of the package's graph, done once per machine:
   `BiasGelu`. onnxruntime's own optimiser fuses neither in this export; it still fuses
   the residual adds into `SkipLayerNormalization` when the session starts.
 
-docdex runs the float32 kind: its vectors are the package graph's to within float
-rounding. The int8 kinds multiply with the package's own int8 values and scales
-(`DynamicQuantizeMatMul`, `QAttention`, activations quantised per call); they are faster
-and agree less, and are kept for the benchmark (bench/performance/embed_graphs.py) that
-measures them.
+The default embedder runs the float32 kind: its vectors are the package graph's to within
+float rounding. The int8 kinds multiply with the package's own int8 values and scales; they
+are faster and agree less (adr/0041). "int8", which the "minilm-int8" embedder runs,
+quantises the MatMuls' inputs per row (`MatMulIntegerToFloat`) and attention's per call
+(`QAttention`); "int8-per-call" quantises every input per call (`DynamicQuantizeMatMul`),
+and "uint8" does that with the weights shifted by 128; bench/performance/embed_graphs.py
+measures them side by side.
 
 `onnx` is imported only here, in a child process (`python -m docdex.model.passagegraph
 MODEL CACHE_FILE`); the result is cached by sessions.py like the query graph.
@@ -32,17 +34,24 @@ import numpy as np
 if TYPE_CHECKING:
     from onnx import ModelProto, NodeProto
 
-REWRITE_VERSION = 2  # part of the cache key: bump when the rewrite's output changes
+REWRITE_VERSION = 3  # part of the cache key: bump when the rewrite's output changes
+# the int8 kind's vectors, part of the "minilm-int8" identity (choice.py): bump when they change
+INT8_VECTORS = 2
 NUM_HEADS = 12
 MASK = "attention_mask_int32"
+KINDS = ("float32", "int8", "int8-per-call", "uint8")
 
 
 def passage_graph(model_path: Path, kind: str = "float32") -> bytes:
     """The serialized passage graph of `model_path`. `kind`: "float32" (fused only, the
-    one docdex runs), "int8" or "uint8" (weights shifted by 128, onnxruntime's AVX2
-    kernel that does not saturate int16 sums); the benchmark compares them."""
+    default's), "int8" (the package's int8 weights, the MatMuls' inputs quantised per row:
+    the "minilm-int8" embedder's), or for the benchmark "int8-per-call" (every input
+    quantised per call) and "uint8" (that with the weights shifted by 128, onnxruntime's
+    AVX2 kernel that does not saturate int16 sums)."""
     import onnx
 
+    if kind not in KINDS:
+        raise ValueError(f"unknown passage graph kind {kind!r}: not one of {', '.join(KINDS)}")
     model = onnx.load(str(model_path))
     int8 = _fold_weights(model)
     layers = _fuse_attention(model, int8)
@@ -50,7 +59,7 @@ def passage_graph(model_path: Path, kind: str = "float32") -> bytes:
     if layers == 0 or gelus != layers:
         raise ValueError(f"{model_path}: found {layers} attention and {gelus} GELU blocks")
     if kind != "float32":
-        _quantized(model, int8, unsigned=kind == "uint8")
+        _quantized(model, int8, kind)
     _drop_dead_nodes(model)
     return model.SerializeToString()
 
@@ -259,10 +268,11 @@ def _use_microsoft_domain(model: ModelProto) -> None:
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
 
 
-def _quantized(model: ModelProto, int8: dict[str, Int8Weight], unsigned: bool) -> None:
+def _quantized(model: ModelProto, int8: dict[str, Int8Weight], kind: str) -> None:
     """Every MatMul and Attention whose weight the package stores in int8 multiplies in
-    int8 with exactly those values and scales; activations are quantised per call."""
-    from onnx import helper, numpy_helper
+    int8 with exactly those values and scales. Attention's input is quantised per call; a
+    MatMul's per row (`kind` "int8") or per call too ("int8-per-call", "uint8")."""
+    from onnx import numpy_helper
 
     graph = _Graph(model)
     added: dict[str, np.ndarray] = {}
@@ -274,43 +284,81 @@ def _quantized(model: ModelProto, int8: dict[str, Int8Weight], unsigned: bool) -
             nodes.append(node)
             continue
         name = node.input[1]
-        values, zero = weight.stored(unsigned)
+        values, zero = weight.stored(unsigned=kind == "uint8")
         added |= {
             f"{name}_int8": values,
             f"{name}_int8_scale": weight.scale,
             f"{name}_int8_zero": zero,
         }
         q_inputs = [f"{name}_int8", f"{name}_int8_scale", f"{name}_int8_zero"]
-        if node.op_type == "MatMul":
+        if node.op_type == "Attention":
+            nodes.extend(_int8_attention(node, q_inputs))
+        elif kind == "int8":
+            nodes.extend(_row_quantized_matmul(node, q_inputs, added))
+        else:
             nodes.append(_int8_matmul(graph, node, q_inputs, dead))
-            continue
-        x = node.input[0]
-        nodes.append(
-            helper.make_node("DynamicQuantizeLinear", [x], [f"{x}_q", f"{x}_scale", f"{x}_zero"])
-        )
-        q, scale, zero_name = q_inputs
-        nodes.append(
-            helper.make_node(
-                "QAttention",
-                [
-                    f"{x}_q",
-                    q,
-                    node.input[2],
-                    f"{x}_scale",
-                    scale,
-                    node.input[3],
-                    f"{x}_zero",
-                    zero_name,
-                ],
-                list(node.output),
-                domain="com.microsoft",
-                num_heads=NUM_HEADS,
-            )
-        )
     nodes = [n for n in nodes if id(n) not in dead]
     del model.graph.node[:]
     model.graph.node.extend(nodes)
     model.graph.initializer.extend(numpy_helper.from_array(a, n) for n, a in added.items())
+
+
+def _int8_attention(attention: NodeProto, q_inputs: list[str]) -> list[NodeProto]:
+    """A QAttention in place of `attention`, its input quantised per call."""
+    from onnx import helper
+
+    x = attention.input[0]
+    weight, scale, zero = q_inputs
+    quantized = [f"{x}_q", f"{x}_scale", f"{x}_zero"]
+    return [
+        helper.make_node("DynamicQuantizeLinear", [x], quantized),
+        helper.make_node(
+            "QAttention",
+            [quantized[0], weight, attention.input[2], quantized[1], scale]
+            + [attention.input[3], quantized[2], zero],
+            list(attention.output),
+            domain="com.microsoft",
+            num_heads=NUM_HEADS,
+        ),
+    ]
+
+
+ROW_LEVELS = 127.0  # a row's largest magnitude maps to ±127, around the zero point 128
+ROW_CONSTANTS: dict[str, np.ndarray] = {
+    "row_levels": np.array(ROW_LEVELS, np.float32),
+    "row_one": np.array(1.0, np.float32),
+    "row_zero": np.array(128, np.uint8),
+    "row_tiny": np.array(1e-12, np.float32),  # an all-zero row divides by this, not by 0
+}
+
+
+def _row_quantized_matmul(
+    matmul: NodeProto, q_inputs: list[str], added: dict[str, np.ndarray]
+) -> list[NodeProto]:
+    """`matmul` with its input quantised per row, symmetric (scale = the row's largest
+    magnitude / 127): each token's own scale, where one per call lets the few tokens with
+    outlying values coarsen every other's. MatMulIntegerToFloat multiplies in int8 and scales
+    by the weight's columns; the row's scale is multiplied in after. The bias Add stays."""
+    from onnx import helper
+
+    x, p = matmul.input[0], f"{matmul.output[0]}_rows"
+    added |= ROW_CONSTANTS
+    weight, scale, zero = q_inputs
+    return [
+        helper.make_node("Abs", [x], [f"{p}_abs"]),
+        helper.make_node("ReduceMax", [f"{p}_abs"], [f"{p}_max"], axes=[-1], keepdims=1),
+        helper.make_node("Max", [f"{p}_max", "row_tiny"], [f"{p}_top"]),
+        helper.make_node("Div", [f"{p}_top", "row_levels"], [f"{p}_scale"]),
+        helper.make_node("Div", [x, f"{p}_scale"], [f"{p}_scaled"]),
+        helper.make_node("QuantizeLinear", [f"{p}_scaled", "row_one", "row_zero"], [f"{p}_q"]),
+        helper.make_node(
+            "MatMulIntegerToFloat",
+            [f"{p}_q", weight, "row_one", scale, "row_zero", zero],
+            [f"{p}_products"],
+            domain="com.microsoft",
+        ),
+        helper.make_node("Mul", [f"{p}_products", f"{p}_scale"], list(matmul.output)),
+    ]
 
 
 def _int8_matmul(

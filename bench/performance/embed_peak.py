@@ -90,8 +90,8 @@ def variants() -> list[Variant]:
     alone = Embedder.load(threads=1)
     int8_alone = Embedder.load(threads=1, passages="int8")
     return [
-        Variant("float32 (the default graph)", default),
-        Variant("int8 (minilm-int8)", int8),
+        Variant("float32 (minilm)", default),
+        Variant("int8 (minilm-int8, a new data directory's)", int8),
         Variant("float32, 1 intra-op thread", alone, threads=1),
         Variant("int8, 1 intra-op thread", int8_alone, threads=1),
         Variant("float32, token budget 4096", _with(default, token_budget=4096)),

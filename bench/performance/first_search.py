@@ -2,16 +2,19 @@
 
 Each corpus is pushed, at its head, into an empty bare repository with the post-receive
 hook installed and `docdex serve` (with its worker) running; the bench polls /api/search
-and /health and notes the seconds from the push to the first hit by keywords (the version
-published keywords first), to the first hit by meaning (a hit dense retrieval found) and to
-fully embedded (no chunk waits for vectors), with the windows embedded a second over that
-stretch and the worker's peak RSS. Once with the float32 passage graph (`embedder =
-"minilm"`), once with the int8 one (`minilm-int8`), in the same run; beside them the
-indexer of commit OLD_COMMIT (the float32 graph, one version when all is embedded), checked
-out with `git worktree add` into the bench cache and run on the same bare repository, so the
-ratios are measured side by side. Also timed: the indexer's tree diff with rename detection
-over the corpus's last DIFF_COMMITS commits, which a big push pays before anything is
-searchable.
+and /health and notes the seconds from the push to the first version served (any page: a
+first index publishes what it has read every `partial_every_s` seconds), to the first hit
+by keywords of the probe on its page (a heading of a page near the middle of the corpus,
+searched with that page's path as path_prefix), to every page searchable by keywords (the
+version that holds the whole corpus, keywords first), to the first hit by meaning (a hit
+dense retrieval found) and to fully embedded (no chunk waits for vectors), with the
+windows embedded a second over that last stretch and the worker's peak RSS. Once with the
+float32 passage graph (`embedder = "minilm"`), once with the int8 one (`minilm-int8`), in
+the same run; beside them the indexer of commit OLD_COMMIT (the float32 graph, one version
+when all is embedded), checked out with `git worktree add` into the bench cache and run on
+the same bare repository, so the ratios are measured side by side. Also timed: the
+indexer's tree diff with rename detection over the corpus's last DIFF_COMMITS commits,
+which a big push pays before anything is searchable.
 
 `first-search` runs apm-docs, mkdocs-docs and PowerShell-Docs; `first-search-quick` the two
 small ones; `first-search-powershell` PowerShell-Docs' keyword target alone (int8, up to the
@@ -27,7 +30,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from docdex.hooks.installer import install_hook
 from docdex.index_format.config import Config, Settings, SourceConfig, save_config
@@ -102,6 +107,7 @@ def _corpus(corpus: str, root: Path, old: Path) -> tuple[list[Figure], dict]:
                 target,
                 keywords_met,
             ),
+            *_reading_figures(group, variant, times),
             Figure(group, f"{variant}: push to a hit by meaning", times["meaning_s"], "s"),
             Figure(group, f"{variant}: push to fully embedded", times["full_s"], "s"),
             Figure(group, f"{variant}: windows/s", times["windows_per_s"], "1/s"),
@@ -123,14 +129,14 @@ def _corpus(corpus: str, root: Path, old: Path) -> tuple[list[Figure], dict]:
             speedup >= SPEEDUP_TARGET,
         ),
     ]
-    return figures, {"head": head, "probe": probe, **raw}
+    return figures, {"head": head, "probe": probe._asdict(), **raw}
 
 
 # --- the current code, through the hook and `docdex serve` ---------------------------------
 
 
 def _served_push(
-    corpus: str, head: str, root: Path, embedder: str, probe: str, to_the_end: bool = True
+    corpus: str, head: str, root: Path, embedder: str, probe: Probe, to_the_end: bool = True
 ) -> dict:
     """The push and its stages' seconds; without `to_the_end`, only until a hit by meaning."""
     data = DataDir(root / "data")
@@ -143,24 +149,44 @@ def _served_push(
     logs = [log, data.state / "worker.log"]  # the hook's worker's, when it took the queue
     with ServeProcess(data.root, log, worker=True) as server:
         server.wait_ready(300)
+        partial: set[int] = set()  # versions seen holding part of the corpus
+        stages = {
+            "first_version_s": lambda: _serving(server),
+            "keywords_s": lambda: _hits(server, probe),
+            "all_keywords_s": lambda: _read_whole(server, partial),
+            "meaning_s": lambda: _by_meaning(server, probe),
+        }
+        if to_the_end:
+            stages["full_s"] = lambda: _fully_embedded(server)
         pushed = time.monotonic()
         git("push", "-q", str(bare), f"{head}:refs/heads/main", cwd=source_repo(corpus))
-        keywords = _until(lambda: _hits(server, probe), pushed) - pushed
-        meaning = _until(lambda: _by_meaning(server, probe), pushed) - pushed
+        push_s = round(time.monotonic() - pushed, 1)  # git's own transfer, the hook included
+        times: dict = {"push_s": push_s, **_first_times(stages, pushed)}
         if to_the_end:
-            full = _until(lambda: _fully_embedded(server), pushed) - pushed
             _until(lambda: _peak_rss(logs) > 0 and read_progress(data) is None, pushed)
     _stop_worker(data)  # the one the hook started, if it outlived the server's
-    times = {"keywords_s": round(keywords, 1), "meaning_s": round(meaning, 1)}
     times["peak_rss_mb"] = _peak_rss(logs)
+    times["partial_versions_seen"] = len(partial)
     if to_the_end:
         manifest = load_current(data)
         assert manifest is not None
+        embedding_s = max(times["full_s"] - times["all_keywords_s"], 1e-3)
         times.update(
-            full_s=round(full, 1),
-            windows=manifest.windows,
-            windows_per_s=round(manifest.windows / max(full - keywords, 1e-3), 1),
+            windows=manifest.windows, windows_per_s=round(manifest.windows / embedding_s, 1)
         )
+    return times
+
+
+def _first_times(stages: dict[str, Callable[[], bool]], pushed: float) -> dict[str, float]:
+    """Seconds from `pushed` to the first poll at which each stage's predicate held."""
+    times: dict[str, float] = {}
+    while len(times) < len(stages):
+        for name, reached in stages.items():
+            if name not in times and reached():
+                times[name] = round(time.monotonic() - pushed, 1)
+        if time.monotonic() - pushed > WAIT_S:
+            raise RuntimeError(f"nothing after {WAIT_S} s")
+        time.sleep(POLL_S)
     return times
 
 
@@ -186,11 +212,23 @@ def bench_first_keywords_powershell() -> list[Figure]:
             f"<= {KEYWORDS_TARGET_S}",
             met,
         ),
+        *_reading_figures(group, "int8", times),
         Figure(group, "int8: push to a hit by meaning", times["meaning_s"], "s"),
     ]
-    details = {"head": head, "probe": probe, "int8": times}
+    details = {"head": head, "probe": probe._asdict(), "int8": times}
     write_results("first-search-powershell", figures, details, time.monotonic() - started)
     return figures
+
+
+def _reading_figures(group: str, variant: str, times: dict) -> list[Figure]:
+    """The git push's own seconds (git packs and sends the whole history; the hook only
+    queues), the push to the first version served (any page: published while the corpus is
+    read), and to the version holding every page, all searchable by keywords."""
+    return [
+        Figure(group, f"{variant}: the git push itself", times["push_s"], "s"),
+        Figure(group, f"{variant}: push to a first version", times["first_version_s"], "s"),
+        Figure(group, f"{variant}: push to every page by keywords", times["all_keywords_s"], "s"),
+    ]
 
 
 def _stop_worker(data: DataDir) -> None:
@@ -208,17 +246,34 @@ def _until(predicate, since: float) -> float:
     return time.monotonic()
 
 
-def _results(server: ServeProcess, probe: str) -> list[dict]:
-    code, answer = server.get("/api/search", {"q": probe, "n": 10})
+def _results(server: ServeProcess, probe: Probe, on_its_page: bool = False) -> list[dict]:
+    params = {"q": probe.query, "n": 10} | ({"path_prefix": probe.path} if on_its_page else {})
+    code, answer = server.get("/api/search", params)
     return (answer or {}).get("results", []) if code == 200 else []
 
 
-def _hits(server: ServeProcess, probe: str) -> bool:
-    return bool(_results(server, probe))
+def _hits(server: ServeProcess, probe: Probe) -> bool:
+    """The probe finds its own page (searched alone: its title may be another page's too)."""
+    return any(hit["path"] == probe.path for hit in _results(server, probe, on_its_page=True))
 
 
-def _by_meaning(server: ServeProcess, probe: str) -> bool:
+def _by_meaning(server: ServeProcess, probe: Probe) -> bool:
     return any(hit["match"] in ("dense", "both") for hit in _results(server, probe))
+
+
+def _serving(server: ServeProcess) -> bool:
+    """Any version is served: the first published, whatever pages it holds."""
+    return (server.health() or {}).get("index_version") is not None
+
+
+def _read_whole(server: ServeProcess, partial: set[int]) -> bool:
+    """The served version holds every page (no entry is being read): all by keywords. The
+    versions served before, holding part of the corpus, are added to `partial`."""
+    health = server.health() or {}
+    sources = health.get("sources") or {}
+    if any(entry.get("reading") is not None for entry in sources.values()):
+        partial.add(health["index_version"])
+    return bool(sources) and all(entry.get("reading") is None for entry in sources.values())
 
 
 def _fully_embedded(server: ServeProcess) -> bool:
@@ -244,15 +299,25 @@ def _peak_rss(logs: list[Path]) -> float:
     return float(max(found, default=0))
 
 
-def _probe(corpus: str, head: str) -> str:
-    """A question whose words the corpus holds: the title of a page near its middle."""
+class Probe(NamedTuple):
+    """A question whose words the corpus holds, and the page it is a heading of."""
+
+    query: str
+    path: str
+
+
+def _probe(corpus: str, head: str) -> Probe:
+    """A heading of a page near the middle of the corpus, and the page: a version published
+    while the corpus is read holds it once about half the pages are read."""
     repo = source_repo(corpus)
     paths = sorted(
         p for p in git("ls-tree", "-r", "--name-only", head, cwd=repo).split() if p.endswith(".md")
     )
-    text = git("show", f"{head}:{paths[len(paths) // 2]}", cwd=repo)
+    path = paths[len(paths) // 2]
+    text = git("show", f"{head}:{path}", cwd=repo)
     titles = [line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("#")]
-    return next((t for t in titles if len(t.split()) >= 2), titles[0] if titles else paths[0])
+    query = next((t for t in titles if len(t.split()) >= 2), titles[0] if titles else path)
+    return Probe(query, path)
 
 
 def _diff_s(corpus: str) -> float:

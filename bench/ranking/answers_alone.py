@@ -7,13 +7,17 @@ characters the answer carries, without the hits' context and with it.
 
 Each question is answered as search_docs answers it (10 hits within the default budget of
 characters): the engine's hits, then, for each context setting, widened and folded
-(server/answers/widening.py). A judged section is its heading's chunks with their
-subsections: the lines from the first chunk whose breadcrumb names the judged heading to the
-last (compared as the scorer compares headings, `norm_heading`). A hit holds it when it is of
-the same page and its text covers those lines; a judged section longer than the widening
-bound (which no hit's text can hold) is held by a hit whose matched chunk lies inside it and
-whose outline spans it: the part that answers, and where the rest is. Without context, a
-section cut into several chunks is never held by one hit.
+(server/answers/widening.py, `search_with_context`). A judged section is its heading's
+chunks with their subsections: the lines from the first chunk whose breadcrumb names the
+judged heading to the last (compared as the scorer compares headings, `norm_heading`). A hit
+holds it when it is of the same page and its text covers those lines; a judged section
+longer than the widening bound (which no hit's text can hold) is held by a hit whose matched
+chunk lies inside it and whose outline spans it: the part that answers, and where the rest
+is. A hit that lists copies (another page's lines holding the same text as part of its own)
+also holds a judged section of a copy's page that those lines cover, its text being uncut:
+it shows that section's text. A long section is never held through a copy. Without context,
+a section cut into several chunks is never held by one hit. Each context setting is measured
+without copies folded and with them (search_docs' way).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from docdex.model.choice import query_embedder
 from docdex.model.model_environment import ModelEnvironment
 from docdex.model.protocol import TextEmbedder
 from docdex.server.answers.budget import DEFAULT_MAX_CHARS
-from docdex.server.answers.widening import CONTEXT_CHARS, PAGE_HITS, hits_to_ask, with_context
+from docdex.server.answers.widening import CONTEXT_CHARS, PAGE_HITS, search_with_context
 from docdex.server.engine import Engine, Hit, VersionReader
 
 from .check import HERE, SETS
@@ -53,6 +57,8 @@ class Judged(msgspec.Struct, frozen=True):
     long: bool
 
     def held_by(self, hit: Hit) -> bool:
+        if self._copied(hit):
+            return True
         if hit.path != self.path:
             return False
         if hit.start_line <= self.first and self.last <= hit.end_line and not hit.truncated:
@@ -66,6 +72,14 @@ class Judged(msgspec.Struct, frozen=True):
             and chunk_last <= self.last
             and outlined.start_line <= self.first
             and self.last <= outlined.end_line
+        )
+
+    def _copied(self, hit: Hit) -> bool:
+        """Whether a copy the hit lists is of this page and covers the section: the hit's
+        text, uncut, holds the same text."""
+        return not hit.truncated and any(
+            copy.path == self.path and copy.start_line <= self.first and self.last <= copy.end_line
+            for copy in hit.copies
         )
 
 
@@ -89,18 +103,20 @@ def judged_section(index: VersionReader, source: str, path: str, heading: str) -
 
 class Variant(msgspec.Struct, frozen=True):
     """One way of answering: the hits' context (0: none), the hits of a page before the
-    others' (0: any number), and whether a hit holding part of its section carries its
-    outline."""
+    others' (0: any number), whether a hit holding part of its section carries its outline,
+    and whether copies of an earlier hit's text are folded into it."""
 
     context_chars: int
     page_hits: int
     outlines: bool = True
+    copies: bool = True
 
     @property
     def name(self) -> str:
         widen = f"context {self.context_chars:,}" if self.context_chars else "no context"
         spread = f", {self.page_hits} per page" if self.page_hits else ", any per page"
-        return widen + spread + (", outlines" if self.outlines else "")
+        shaped = (", outlines" if self.outlines else "") + (", copies" if self.copies else "")
+        return widen + spread + shaped
 
 
 class Outcome(msgspec.Struct, frozen=True):
@@ -111,15 +127,16 @@ class Outcome(msgspec.Struct, frozen=True):
 
 
 def answered(engine: Engine, source: str, query: Query, variant: Variant) -> Outcome:
-    found = engine.search(query.query, hits_to_ask(ANSWERED), engine.scope(source=source))
-    hits = with_context(
-        engine.index,
-        found,
+    hits = search_with_context(
+        engine,
+        query.query,
         ANSWERED,
+        engine.scope(source=source),
         DEFAULT_MAX_CHARS,
-        variant.context_chars,
-        variant.page_hits,
-        variant.outlines,
+        context_chars=variant.context_chars,
+        page_hits=variant.page_hits,
+        outlines=variant.outlines,
+        copies=variant.copies,
     ).results
     sections = [
         section
@@ -184,8 +201,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     contexts = args.context or [CONTEXT_CHARS]
     page_hits = args.page_hits or [PAGE_HITS]
-    variants = [Variant(0, 0, outlines=False)] + [
-        Variant(c, n, outlines) for c in contexts for n in page_hits for outlines in (False, True)
+    variants = [Variant(0, 0, outlines=False, copies=False)] + [
+        Variant(c, n, copies=copies)
+        for c in contexts
+        for n in page_hits
+        for copies in (False, True)
     ]
     rows = [
         [

@@ -1,7 +1,7 @@
 """Choose ranking settings by corpora held out of the choice (leave one corpus out).
 
     python -m bench.ranking.loco --index apm=DIR[:SOURCE] --index rustc=DIR ... [--dump FILE]
-        [--without-shared]
+        [--without-shared] [--hubs DIR]
 
 Every answerable set of every corpus given (bench/ranking/sets and the shared query files;
 a set is a file's queries of one class) is retrieved once; each candidate setting then
@@ -24,14 +24,23 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import msgspec
 
 from docdex.evaluation.scoring import load_queries
 from docdex.index_format.layout import DataDir
 from docdex.model.embedder import Embedder
-from docdex.server.engine import DEFAULT_SETTINGS, DenseTrust, Engine, EngineSettings, Fusion
+from docdex.server.engine import (
+    DEFAULT_SETTINGS,
+    DenseTrust,
+    Engine,
+    EngineSettings,
+    Fusion,
+    LexicalTrust,
+)
 
+from .hubs import Hubness, HubScaling, load_hubness, scaled
 from .report import parse_index
 from .sweep import BASELINES, Retrieved, answerable_files, figures, floor_of
 from bench.tables import markdown
@@ -43,6 +52,7 @@ NEVER = DenseTrust(start=1.0, slope=0.0)  # the dense list never weighs more tha
 class Candidate:
     name: str
     settings: EngineSettings
+    hubs: HubScaling | None = None  # the dense side scaled by each chunk's hubness
 
 
 def _setting(**fields: object) -> EngineSettings:
@@ -71,8 +81,9 @@ QUERY_FORM = {  # adr/0035's default
 def candidates() -> list[Candidate]:
     """The shipped default first; then adr/0035's query form alone (the default before the
     section additions) and with them (a definition bonus, the heading overlap on prose);
-    the adaptive fusion with every query alike (the default before the query form), the
-    weighted fusion and RRF at several rank constants; the adaptive variants (rank
+    the default with the BM25 ranks weighed by BM25's own evidence, or prose fused by
+    scores; the adaptive fusion with every query alike (the default before the query form),
+    the weighted fusion and RRF at several rank constants; the adaptive variants (rank
     constant, dense trust, heading weight); and the query form, prose from a number of
     words, fused by the adaptive ranks (with or without the literal bonus) or by RRF."""
     out = [Candidate("default", _setting()), Candidate("query form (adr/0035)", _form())]
@@ -99,6 +110,7 @@ def candidates() -> list[Candidate]:
         )
         for weight in (0.02, 0.05)
     ]
+    out += lexical_trusts()
     out += [
         Candidate("adaptive, every query alike", _adaptive()),
         Candidate("weighted", _adaptive(fusion=Fusion.WEIGHTED)),
@@ -150,6 +162,53 @@ def candidates() -> list[Candidate]:
     return list(unique.values())
 
 
+# alpha, and whether the dense trust reads the raw best cosine
+HUB_SCALINGS = [(a, True) for a in (0.05, 0.1, 0.15, 0.2, 0.25, 0.5, 1.0)] + [
+    (0.5, False),
+    (1.0, False),
+]
+
+
+def hub_scalings() -> list[Candidate]:
+    """The shipped default with the dense side ranked by cos - alpha * r(x), r(x) a chunk's
+    mean cosine to its ten nearest chunks (hubs.py); the adaptive fusion's dense trust
+    reading the raw best cosine, or the scaled one."""
+    return [
+        Candidate(
+            f"default, hubs scaled {alpha:g}{'' if raw else ', trust on scaled'}",
+            _setting(),
+            HubScaling(alpha, raw_trust=raw),
+        )
+        for alpha, raw in HUB_SCALINGS
+    ]
+
+
+def lexical_trusts() -> list[Candidate]:
+    """The shipped default with the BM25 ranks weighed by BM25's own evidence on the query:
+    the share of the query its first hit holds (full at all of it, or at half), the share
+    each chunk holds, how far its first score stands above its tenth; and the default with
+    prose fused by the weighted sum of both lists' normalised scores (CombSUM): BM25 over
+    its best and the raw cosine (the weighted fusion's), or both rescaled min to max."""
+    trusts = {
+        "its first hit's coverage": LexicalTrust(coverage=1.0),
+        "its first hit's coverage, full at half": LexicalTrust(coverage=0.5),
+        "each chunk's coverage": LexicalTrust(coverage=1.0, each_chunk=True),
+        "its spread, full at .5": LexicalTrust(spread=0.5),
+    }
+    out = [
+        Candidate(f"default, BM25 weighed by {name}", _setting(lexical_trust=trust))
+        for name, trust in trusts.items()
+    ]
+    out.append(Candidate("default, prose by CombSUM", _setting(prose_fusion=Fusion.WEIGHTED)))
+    out.append(
+        Candidate(
+            "default, prose by CombSUM of min-max scores",
+            _setting(prose_fusion=Fusion.WEIGHTED, prose_min_max=True),
+        )
+    )
+    return out
+
+
 @dataclass
 class ScoredSet:
     corpus: str
@@ -163,12 +222,24 @@ class ScoredSet:
 
 
 def score_set(
-    corpus: str, label: str, engine: Engine, retrieved: list[Retrieved], cands: list[Candidate]
+    corpus: str,
+    label: str,
+    engine: Engine,
+    retrieved: list[Retrieved],
+    cands: list[Candidate],
+    hubs: Hubness | None = None,
 ) -> ScoredSet:
     baselines = {
         b: figures(engine.with_settings(_setting(fusion=b)), retrieved)[0] for b in BASELINES
     }
-    scored = {c.name: figures(engine.with_settings(c.settings), retrieved) for c in cands}
+
+    def ranked_by(c: Candidate) -> list[Retrieved]:
+        if c.hubs is None or hubs is None:
+            return retrieved
+        scaling = c.hubs
+        return [Retrieved(r.query, scaled(r.retrieval, hubs, scaling)) for r in retrieved]
+
+    scored = {c.name: figures(engine.with_settings(c.settings), ranked_by(c)) for c in cands}
     return ScoredSet(
         corpus,
         label,
@@ -274,12 +345,20 @@ def main(argv: list[str] | None = None) -> int:
         help="leave the queries of this class out (literal: their one-token queries rank alike "
         "under every query form)",
     )
+    parser.add_argument(
+        "--hubs",
+        type=Path,
+        metavar="DIR",
+        help="each corpus's chunk hubness, DIR/CORPUS.npz (python -m bench.ranking.hubs): "
+        "add the candidates that scale the dense side by it",
+    )
     args = parser.parse_args(argv)
     embedder = Embedder.load(for_queries=True)
-    cands = candidates()
+    cands = candidates() + (hub_scalings() if args.hubs else [])
     sets: list[ScoredSet] = []
     for corpus, (data, source) in parse_index(args.index).items():
         engine = Engine.open(DataDir(data), embedder)
+        hubs = load_hubness(args.hubs / f"{corpus}.npz") if args.hubs else None
         scope = engine.scope(source=source)
         for name, path in answerable_files(corpus, shared=not args.without_shared):
             print(f"retrieving {name}", file=sys.stderr, flush=True)
@@ -291,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
                     Retrieved(query, engine.retrieve(query.query, scope))
                 )
             for cls, retrieved in sorted(by_class.items()):
-                sets.append(score_set(corpus, f"{name} {cls}", engine, retrieved, cands))
+                sets.append(score_set(corpus, f"{name} {cls}", engine, retrieved, cands, hubs))
     if args.dump:
         with open(args.dump, "w") as out:
             json.dump([s.__dict__ for s in sets], out, indent=1)

@@ -10,6 +10,7 @@ from docdex.index_format.config import ConfigError, load_config
 
 from .commands import EXIT_ERROR, EXIT_OK, Commands, Context, add_command, json_flag, print_answer
 from .inspection import commit_text, count_text
+from .models import say_embedder_notice
 
 if TYPE_CHECKING:
     from docdex.indexer.run.pipeline import RunReport
@@ -70,6 +71,7 @@ def cmd_index(ctx: Context, args: argparse.Namespace) -> int:
         model_environment=ctx.model_environment,
     )
     print_answer(report, args.json, _print_run)
+    say_embedder_notice(ctx.data, config)
     return EXIT_ERROR if any(s.status == "failed" for s in report.sources) else EXIT_OK
 
 

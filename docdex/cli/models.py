@@ -4,6 +4,8 @@ whether each loads or answers here."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import sys
 from pathlib import Path
 
@@ -11,11 +13,37 @@ import msgspec
 
 from docdex.errors import DocdexError
 from docdex.index_format.config import Config, load_config
-from docdex.index_format.model_tables import RerankEndpoint
+from docdex.index_format.layout import DataDir
+from docdex.index_format.model_tables import MINILM, RerankEndpoint
 from docdex.index_format.records import EmbedderInfo
 from docdex.model.model_environment import ModelEnvironment
 
 from .commands import EXIT_ERROR, EXIT_OK, Commands, Context, add_command, json_flag, print_answer
+
+# Logged once per data directory (a warning, in the log format asked for) by `docdex index`
+# once a run has succeeded and by `docdex serve` while it embeds with the float32 graph, which
+# new data directories no longer use (adr/0041).
+FLOAT32_NOTICE = (
+    "this data directory embeds with minilm (float32); new ones use minilm-int8, "
+    "1.4x as fast: `docdex settings set embedder minilm-int8` re-embeds everything once"
+)
+NOTICE_SAID = "embedder-notice"  # under state/: the notice was said
+
+
+def say_embedder_notice(data: DataDir, config: Config | None = None) -> None:
+    """FLOAT32_NOTICE, the first time a command runs on a data directory configured with
+    the float32 graph; nothing on a configuration that does not load (the command says why)."""
+    try:
+        embedder = (config or load_config(data)).settings.embedder
+    except DocdexError:
+        return
+    said = data.state / NOTICE_SAID
+    if embedder != MINILM or said.exists():
+        return
+    logging.getLogger("docdex.cli").warning(FLOAT32_NOTICE)
+    with contextlib.suppress(OSError):  # a data directory it may not write: said next time too
+        said.parent.mkdir(parents=True, exist_ok=True)
+        said.touch()
 
 
 class ModelStatus(msgspec.Struct, frozen=True):

@@ -8,6 +8,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from .commands import Commands, Context, add_command
+from .models import say_embedder_notice
 
 if TYPE_CHECKING:
     from docdex.model.protocol import TextEmbedder as Embedder
@@ -61,6 +62,7 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
     port = environment.port if args.port is None else args.port
     auth = _auth_settings(ctx, args, host, port)  # refused before any work, as the bind is
     check_bind(host, environment.token, args.insecure, auth.oauth, _has_named_token(ctx))
+    say_embedder_notice(ctx.data)
     model = _start_model(ctx)
     from docdex.indexer.triggers.background import Background
     from docdex.server.http.app import HttpSettings, serve

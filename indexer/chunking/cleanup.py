@@ -9,14 +9,17 @@ emphasis marks and table pipes removed; code content kept).
 
 Inline markdown goes through markdown-it's inline parser, except very long runs of inline
 text: its cost per character is high on bracket-heavy input, so those take a rough
-regex pass instead (linear time, good enough for an embedder).
+regex pass instead (linear time, good enough for an embedder). The text of a run is
+cached, with the reference definitions it may read in the key: the versions of a docs site
+repeat their paragraphs.
 """
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
+from functools import lru_cache
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -28,6 +31,7 @@ from docdex.markdown.template_tags import strip_template_tags
 _INLINE_PARSER = MarkdownIt("commonmark").enable("strikethrough")
 
 INLINE_PARSE_LIMIT = 20_000  # characters of one inline run parsed by markdown-it
+INLINE_CACHE_SIZE = 1 << 15  # inline runs whose text is kept (about 30 MB on PowerShell-Docs)
 
 _INLINE_MARKUP = re.compile(r"[\\`*_~\[\]<>&!]")  # text without these parses to itself
 _QUOTE_PREFIX = re.compile(r"^[ \t]*(?:>[ \t]?)+")
@@ -39,16 +43,15 @@ _BOLD_NOTE = re.compile(
 _HTML_TAG = re.compile(r"</?[A-Za-z][^<>]*>|<![^<>]*>|<\?[^<>]*\?>")
 _PREFORMATTED = re.compile(r"<(?:pre|code)\b", re.IGNORECASE)
 _HIDDEN_ELEMENT = re.compile(r"<(script|style)\b[^<>]*>", re.IGNORECASE)  # content unseen
-# Runs that tidy() changes: two or more spaces, or other horizontal whitespace (a lone space
-# is left alone, which makes tidy() about twice as fast on prose).
-_SPACES = re.compile(r"[^\S\n]{2,}|[^\S \n]")
-_SPACES_AROUND_NEWLINE = re.compile(r" ?\n ?")
-_BLANK_LINES = re.compile(r"\n{3,}")
 _ALL_WHITESPACE = re.compile(r"\s+")
 _ROUGH_LINK = re.compile(r"!?\[([^\[\]\n]{0,500})\]\(([^()\s]{0,2000})[^()\n]{0,500}\)")
 _ROUGH_EMPHASIS = re.compile(r"(?<![\w*~])(?:[*_]{1,3}|~~)(?=\w)|(?<=\w)(?:[*_]{1,3}|~~)(?![\w*~])")
 _ROUGH_CODE_TICKS = re.compile(r"`+")
 
+References = tuple[tuple[str, str, str], ...]  # (label, href, title) of each definition
+
+# What a line that opens a fence or holds a marker starts with (after its indentation).
+_MARKER_STARTS = frozenset("`~!?:>#{")
 _BLOCK_ENDS = {"paragraph_close", "heading_close", "tr_close", "hr"}
 _CELL_ENDS = {"th_close", "td_close"}
 
@@ -87,7 +90,11 @@ def without_markers(lines: list[str]) -> list[str]:
     fence = ""
     body = _Body()
     for line in lines:
-        line = body.line(line, in_fence=bool(fence))
+        if body.depth or body.options:
+            line = body.line(line, in_fence=bool(fence))
+        if not fence and line.lstrip(" \t")[:1] not in _MARKER_STARTS:  # most lines
+            out.append(line)
+            continue
         if fence:
             out.append("" if directives.mdbook_directive(line) else line)
             fence = "" if fences.closes_fence(line, fence) else fence
@@ -200,10 +207,19 @@ def render_tokens(tokens: list[Token], env: MutableMapping[str, Any] | None) -> 
 
 
 def tidy(text: str) -> str:
-    """Runs of spaces collapsed, lines trimmed, at most one blank line in a row."""
-    text = _SPACES.sub(" ", text)
-    text = _SPACES_AROUND_NEWLINE.sub("\n", text)
-    return _BLANK_LINES.sub("\n\n", text).strip()
+    """Runs of whitespace within a line collapsed to a space, lines trimmed, at most one
+    blank line in a row, none first or last. Only LF ends a line (other line breaks are
+    spaces here). Line by line with str.split: several times faster than regexes."""
+    kept: list[str] = []
+    blank = True  # the line before is blank (or there is none)
+    for line in text.split("\n"):
+        line = " ".join(line.split())
+        if line or not blank:
+            kept.append(line)
+            blank = not line
+    if kept and not kept[-1]:
+        kept.pop()
+    return "\n".join(kept)
 
 
 def inline_text(
@@ -217,7 +233,21 @@ def inline_text(
         return markdown
     if len(markdown) > INLINE_PARSE_LIMIT:
         return rough_inline_text(markdown)
-    tokens = _INLINE_PARSER.parseInline(markdown, env if env is not None else {})
+    references = env.get("references") if env and "[" in markdown else None
+    return _cached_inline_text(markdown, link_urls, _link_targets(references or {}))
+
+
+def _link_targets(references: Mapping[str, Mapping[str, str]]) -> References:
+    """What a reference link reads of the page's definitions: each label's target and title."""
+    return tuple((label, ref["href"], ref["title"]) for label, ref in references.items())
+
+
+@lru_cache(maxsize=INLINE_CACHE_SIZE)
+def _cached_inline_text(markdown: str, link_urls: bool, references: References) -> str:
+    """Inline markdown to text, given the definitions its reference links may read. Cached:
+    a site's versions repeat their paragraphs (PowerShell-Docs two in three of them)."""
+    definitions = {label: {"href": href, "title": title} for label, href, title in references}
+    tokens = _INLINE_PARSER.parseInline(markdown, {"references": definitions} if references else {})
     children = tokens[0].children if tokens and tokens[0].children else []
     return "".join(_render_inline(children, link_urls))
 

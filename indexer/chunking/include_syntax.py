@@ -73,6 +73,7 @@ _HUGO = re.compile(
 )
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _FOLDERS = ("", "docs", "snippets", "includes", "_includes", "content")
+_INCLUDE_MARKERS = ("{!", "--8<--", "{*", "{%", "{{")  # each include syntax has one
 
 
 Lines = tuple[tuple[int, int], ...]  # a file's line ranges, 1-based, inclusive (0: its end)
@@ -95,6 +96,8 @@ def include_lines(lines: list[str]) -> dict[int, IncludeLine]:
     """Line index -> the include each include line names (a MARKER: none, the line shows
     nothing), outside fences, and markdown-include's inside them too."""
     found: dict[int, IncludeLine] = {}
+    if not _any_include_marker("\n".join(lines)):  # most pages: no line to look at
+        return found
     fence = ""
     block = -1  # the opening line of a snippet block, while in one
     for index, line in enumerate(lines):
@@ -118,6 +121,10 @@ def include_lines(lines: list[str]) -> dict[int, IncludeLine]:
         elif include := _one_line_include(line):
             found[index] = include
     return found
+
+
+def _any_include_marker(text: str) -> bool:
+    return any(marker in text for marker in _INCLUDE_MARKERS)
 
 
 def _one_line_include(line: str) -> IncludeLine | None:

@@ -10,16 +10,70 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from markdown_it import MarkdownIt
+from markdown_it.parser_block import RuleFuncBlockType
+from markdown_it.rules_block import StateBlock
 from markdown_it.token import Token
 
 from docdex.markdown.deep_blocks import DeepBlocksAsText
 
-# Structure only: inline content is parsed on demand, for the text that needs it.
-_BLOCK_PARSER = MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
-_BLOCK_PARSER.block = DeepBlocksAsText(_BLOCK_PARSER)
+# What a line must start with (after its indentation) for each of these block rules to
+# match it. markdown-it asks every rule in turn at each line, and each paragraph line asks
+# most of them whether they interrupt it; a rule refuses any other line, so it is not asked.
+_FIRST_CHARACTERS = {
+    "fence": "`~",
+    "blockquote": ">",
+    "hr": "*-_",
+    "list": "*-+0123456789",
+    "reference": "[",
+    "html_block": "<",
+    "heading": "#",
+}
+
+
+def _starting_with(characters: str, rule: RuleFuncBlockType) -> RuleFuncBlockType:
+    def refusing_early(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+        first = state.bMarks[start] + state.tShift[start]
+        if first < state.eMarks[start] and state.src[first] not in characters:
+            return False
+        return rule(state, start, end, silent)
+
+    return refusing_early
+
+
+def _table_below(rule: RuleFuncBlockType) -> RuleFuncBlockType:
+    """The table rule, asked only when the next line may be a delimiter row (`|`, `-`, `:`
+    first)."""
+
+    def refusing_early(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+        below = start + 1
+        first = state.bMarks[below] + state.tShift[below] if below < end else -1
+        if first < 0 or (first < state.eMarks[below] and state.src[first] not in "|-:"):
+            return False
+        return rule(state, start, end, silent)
+
+    return refusing_early
+
+
+def _block_parser() -> MarkdownIt:
+    """Structure only (inline content is parsed on demand, for the text that needs it),
+    too-deep blocks as text, the same tokens with fewer rules asked."""
+    parser = MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
+    parser.block = DeepBlocksAsText(parser)
+    ruler = parser.block.ruler
+    for rule in list(ruler.__rules__):
+        if rule.name in _FIRST_CHARACTERS:
+            quick = _starting_with(_FIRST_CHARACTERS[rule.name], rule.fn)
+            ruler.at(rule.name, quick, {"alt": rule.alt})
+        elif rule.name == "table":
+            ruler.at(rule.name, _table_below(rule.fn), {"alt": rule.alt})
+    return parser
+
+
+_BLOCK_PARSER = _block_parser()
 
 CONTAINERS = {"bullet_list_open", "ordered_list_open", "list_item_open", "blockquote_open"}
 LINES = -1  # Unit.token for a plain range of lines
@@ -34,21 +88,21 @@ def lines_of(token: Token) -> tuple[int, int]:
 
 
 def alnum_count(text: str, stop_at: int = -1) -> int:
+    """Alphanumeric characters of `text`, counted up to `stop_at` when it is positive."""
+    if stop_at <= 0:
+        return sum(map(str.isalnum, text))
     count = 0
-    for char in text:
-        if char.isalnum():
-            count += 1
-            if count == stop_at:
-                break
+    step = 4 * stop_at  # a long text is counted a slice at a time, so it may stop early
+    for start in range(0, len(text), step):
+        count += sum(map(str.isalnum, text[start : start + step]))
+        if count >= stop_at:
+            return stop_at
     return count
 
 
 def _offsets(lines: list[str]) -> list[int]:
     """Where each line starts in the lines joined by newlines (one extra entry at the end)."""
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line) + 1)
-    return offsets
+    return list(accumulate([len(line) + 1 for line in lines], initial=0))
 
 
 def _closing_indexes(tokens: list[Token]) -> list[int]:

@@ -18,6 +18,7 @@ fence or raw block longer than a piece (cheap to parse: one token) is never cut.
 from __future__ import annotations
 
 import re
+from itertools import accumulate
 
 PIECE_CHARS = 64_000  # the most markdown-it is given at once, in characters of the page
 
@@ -29,11 +30,9 @@ _RAW_OPEN = re.compile(r" {0,3}<(?:(script|pre|style|textarea)(?=[\s>]|$)|(!--))
 def piece_bounds(lines: list[str], piece_chars: int = PIECE_CHARS) -> list[tuple[int, int]]:
     """(first line, line after the last) of each piece of `lines`, 0-based, in order,
     covering them all; one piece when they fit in `piece_chars`."""
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line) + 1)
-    if offsets[-1] <= piece_chars:
+    if sum(map(len, lines)) + len(lines) <= piece_chars:  # with a newline after each line
         return [(0, len(lines))]
+    offsets = list(accumulate([len(line) + 1 for line in lines], initial=0))
     bounds: list[tuple[int, int]] = []
     start = 0
     # the last boundaries seen: a section's, a block's, a heading's with no blank line

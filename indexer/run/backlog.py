@@ -42,7 +42,6 @@ from docdex.runtime.logs import log_event
 
 from .context import RunContext
 from .publishing import (
-    TextIndexRef,
     compact_segments,
     final_states,
     next_version,
@@ -53,6 +52,7 @@ from .storage.compaction import PagesBySource, repoint
 from .storage.garbage_collection import collect_garbage
 from .storage.segments import Moves, new_segment_id, write_segment
 from .storage.stream import EMBED_GROUP_TEXTS, FreshEmbeddings
+from .storage.text_index import TextIndexRef
 
 log = logging.getLogger("docdex.pipeline")
 

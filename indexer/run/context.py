@@ -25,7 +25,7 @@ from .progress_file import ProgressFile
 from .report import SourceReport
 from .source_budget import Spending
 from .storage.stream import SegmentStream
-from .storage.text_index import TextIndexBuilder, text_outdated
+from .storage.text_index import TextIndexBuilder, TextIndexRef, text_outdated
 
 Dirty = dict[str, set[str] | None]  # source -> paths changed in its working tree (None: all)
 
@@ -102,6 +102,9 @@ class RunState:
     salvaged: bool = False  # nothing of the old segments stays live (recovery.py)
     spending: Spending = field(default_factory=Spending)
     given_up: dict[str, str] = field(default_factory=dict)  # source -> why: not indexed again
+    # versions published while an entry was still being read, and the last one's text index
+    partial_versions: list[int] = field(default_factory=list)
+    partial_text: TextIndexRef | None = None
 
     def remove_page(self, page: IndexedPage) -> None:
         """The page leaves the new version: its chunks leave the text index, are tombstoned

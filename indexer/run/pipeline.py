@@ -375,6 +375,7 @@ def run_report(
         embed_s=round(stream.busy_s, 3),
         peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         segments_written=len(stream.segments),
+        partial_versions=list(run.partial_versions),
     )
 
 

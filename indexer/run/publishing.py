@@ -4,8 +4,6 @@ the previous version serving."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import msgspec
 
 from docdex.index_format.layout import DataDir, version_name
@@ -29,26 +27,45 @@ from docdex.runtime.times import iso_utc
 
 from .context import RunContext, RunState
 from .storage.compaction import CompactionPolicy, PagesBySource, compact
-
-
-class TextIndexRef(NamedTuple):
-    """The text index a version names: its directory, analysis and file sums."""
-
-    name: str
-    analysis: int
-    files: list[FileSum]
+from .storage.garbage_collection import drop_superseded
+from .storage.text_index import TextIndexRef
 
 
 def publish(ctx: RunContext, run: RunState) -> Manifest:
-    pages_by_source = _final_pages(run)
+    version = next_version(ctx.data)  # the run's first, unless it published partial ones
+    pages_by_source = _final_pages(run, run.states)
     segments, pages_by_source, run.compacted = compact_segments(
-        ctx, ctx.version, _live_segments(ctx, run), pages_by_source, run.states
+        ctx, version, _live_segments(ctx, run), pages_by_source, run.states
     )
     segments = with_model(ctx.model.id, segments, ctx.previous)
-    states = final_states(ctx, ctx.version, run.states, pages_by_source)
-    run.text.publish()
-    text = TextIndexRef(run.text.name, run.text.analysis.version, _text_sums(ctx, run.text.name))
-    return write_version(ctx, ctx.version, segments, states, text)
+    states = final_states(ctx, version, run.states, pages_by_source)
+    name = version_name(version)
+    run.text.publish(name)
+    text = TextIndexRef(name, run.text.analysis.version, _text_sums(ctx, run, name))
+    return write_version(ctx, version, segments, states, text)
+
+
+def publish_partial(ctx: RunContext, run: RunState, reading: dict[str, SourceState]) -> Manifest:
+    """A version of what the run did so far, while it still reads the entries of `reading`
+    (their states say how far): the pages pending in the stream written (their new texts
+    waiting for vectors), the text index committed and linked as the version's own, no
+    compaction. The run goes on from where it was; its next version holds more, and the
+    one `keep_versions` partial versions before it is dropped."""
+    run.stream.flush(keywords_only=True)
+    version = next_version(ctx.data)
+    states = {**run.states, **reading}
+    segments = with_model(ctx.model.id, _live_segments(ctx, run), ctx.previous)
+    states = final_states(ctx, version, states, _final_pages(run, states))
+    name = version_name(version)
+    run.text.snapshot(name)
+    text = TextIndexRef(name, run.text.analysis.version, _text_sums(ctx, run, name))
+    manifest = write_version(ctx, version, segments, states, text)
+    run.partial_text = text
+    run.partial_versions.append(version)
+    keep = max(1, ctx.settings.keep_versions)
+    if len(run.partial_versions) > keep:  # a long read keeps no more than any other run
+        drop_superseded(ctx.data, [run.partial_versions[-keep - 1]])
+    return manifest
 
 
 def next_version(data: DataDir) -> int:
@@ -106,14 +123,21 @@ def write_version(
     return manifest
 
 
-def _text_sums(ctx: RunContext, name: str) -> list[FileSum]:
-    """Checksums of the new text index: the files linked from the previous version's keep
-    the sums it recorded, so only what this run's Tantivy writer wrote is hashed."""
-    previous = ctx.previous
-    if previous is None or not previous.text_index:
+def _text_sums(ctx: RunContext, run: RunState, name: str) -> list[FileSum]:
+    """Checksums of the text index text/<name> just published: the files linked from the
+    run's last partial version, else from the previous version's, keep the sums it
+    recorded, so only what the writer wrote since is hashed."""
+    before = run.partial_text or _text_of(ctx.previous)
+    if before is None:
         return directory_sums(ctx.data.text_index(name))
-    old = ctx.data.text_index(previous.text_index)
-    return directory_sums(ctx.data.text_index(name), old, previous.text_files)
+    old = ctx.data.text_index(before.name)
+    return directory_sums(ctx.data.text_index(name), old, before.files)
+
+
+def _text_of(manifest: Manifest | None) -> TextIndexRef | None:
+    if manifest is None or not manifest.text_index:
+        return None
+    return TextIndexRef(manifest.text_index, manifest.text_analysis, manifest.text_files)
 
 
 def with_model(
@@ -142,10 +166,11 @@ def _live_segments(ctx: RunContext, run: RunState) -> list[SegmentRef]:
     return out + run.stream.segments
 
 
-def _final_pages(run: RunState) -> PagesBySource:
-    """Per touched source its complete new page list; None for sources left as they were."""
+def _final_pages(run: RunState, states: dict[str, SourceState]) -> PagesBySource:
+    """Per touched entry of `states` its new page list (complete, unless the entry is still
+    being read); None for entries left as they were."""
     out: PagesBySource = {}
-    for source in run.states:
+    for source in states:
         if source not in run.kept_pages:
             out[source] = None
             continue

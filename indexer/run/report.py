@@ -57,6 +57,8 @@ class RunReport(msgspec.Struct):
     # and how many chunks still wait when the run ended
     embedded_versions: list[int] = []
     waiting_chunks: int = 0
+    # versions published while an entry the index did not hold was still being read
+    partial_versions: list[int] = []
 
 
 def log_run(report: RunReport) -> None:

@@ -59,7 +59,7 @@ from .documents import (
     source_info,
     version_document,
 )
-from .freshness import UNKNOWN, FreshnessWatch, indexing_note
+from .freshness import UNKNOWN, FreshnessWatch, indexing_note, partial_notes
 from .git_history.source_history import ChangesAsk, SourceHistory
 from .health import failing_models, health_report
 from .instructions import server_instructions
@@ -69,7 +69,7 @@ from .reindex import request_reindex
 from .shapes import Changes, Document, PageList, PageSummary, ReindexReceipt, SourceInfo, SourceList
 from .source_limits import EVERY_SOURCE, SourceLimit
 from .validation import check_doc_id, check_limit, parse_date, unknown_doc
-from .widening import hits_to_ask, with_context
+from .widening import search_with_context
 
 if TYPE_CHECKING:
     from docdex.model.protocol import TextEmbedder as Embedder
@@ -140,8 +140,8 @@ class Docs:
                 since = _text("changed_since", changed_since)
                 config = self._config()
                 scope = self.history.changed_scope(config, self.limit, engine.index, scope, since)
-            found = engine.search(query, hits_to_ask(num_results), scope)
-            result = with_context(engine.index, found, num_results, max_chars)
+            result = search_with_context(engine, query, num_results, scope, max_chars)
+            result = _with_coverage(self.data, engine.index, scope, result)
         log.info(
             "search %r n=%d%s -> %d hits, version %d, %.1f ms",
             query[:80],
@@ -295,16 +295,22 @@ class Docs:
         configured sources the served version lacks."""
         states: dict[str, SourceState] = {}
         version, failing, waiting = 0, [], {}  # nothing served yet: the configured sources
+        partial: dict[str, str] = {}  # entries published while being read: what they hold
         try:
             with self.holder.acquire() as engine:
                 states = self.limit.states(engine.index.manifest.sources)
                 version = engine.version
                 failing = failing_models(engine.models, self.limit)
                 waiting = waiting_by_entry(engine.index)
+                partial = partial_notes(self.data, engine.index.manifest, states.__contains__)
         except NoVersion:
             pass
         sources = [
-            _with_embedding(info, waiting.get(info.name, 0), self.data)
+            _with_embedding(
+                msgspec.structs.replace(info, note=partial.get(info.name, info.note)),
+                waiting.get(info.name, 0),
+                self.data,
+            )
             for info in self._source_infos(states, fresh=True)
         ]
         answer = SourceList(sources=sources, index_version=version, failing_models=failing)
@@ -447,9 +453,21 @@ def _with_embedding(info: SourceInfo, waiting: int, data: DataDir) -> SourceInfo
     """An entry whose chunks wait for vectors says how far their embedding is."""
     if not waiting:
         return info
-    return msgspec.structs.replace(
-        info, note=embedding_sentence(waiting, info.chunks, read_progress(data))
-    )
+    said = embedding_sentence(waiting, info.chunks, read_progress(data))
+    return msgspec.structs.replace(info, note="; ".join(n for n in (info.note, said) if n))
+
+
+def _with_coverage(
+    data: DataDir, index: VersionReader, scope: Scope, result: SearchResult
+) -> SearchResult:
+    """A search over an entry published while it was read says what its hits cover."""
+
+    def searched(key: str) -> bool:
+        visible = scope.visible is None or key in scope.visible
+        return visible and (not scope.entries or key in scope.entries)
+
+    notes = partial_notes(data, index.manifest, searched)
+    return msgspec.structs.replace(result, note="; ".join(notes.values())) if notes else result
 
 
 def _nothing_yet(data: DataDir) -> str:

@@ -230,7 +230,7 @@ def version_document(
 def source_info(state: SourceState, description: str, fresh: Freshness) -> SourceInfo:
     return SourceInfo(
         name=state.name,
-        indexed=bool(state.commit),
+        indexed=bool(state.commit or state.reading),  # being read: searchable, in part
         description=description,
         ref=state.ref or state.branch,
         ref_kind=state.ref_kind,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import msgspec
@@ -23,9 +24,15 @@ from dulwich.repo import Repo
 
 from docdex.index_format.layout import DataDir
 from docdex.index_format.queue import IndexRequest, pending_requests
-from docdex.index_format.records import SourceState
+from docdex.index_format.records import Manifest, SourceState
 from docdex.index_format.ref_names import base_of, full_ref
-from docdex.index_format.run_progress import READING, read_progress, reading_sentence
+from docdex.index_format.run_progress import (
+    READING,
+    partial_entries,
+    partial_sentence,
+    read_progress,
+    reading_sentence,
+)
 from docdex.runtime.times import iso_utc
 
 log = logging.getLogger("docdex.server")
@@ -144,3 +151,14 @@ def indexing_note(data: DataDir, source: str = "") -> str:
         which = f"source {source}" if source else "the index"
         return f"{which} is queued for indexing since {waiting[0].requested_at}"
     return ""
+
+
+def partial_notes(
+    data: DataDir, manifest: Manifest, wanted: Callable[[str], bool] = lambda key: True
+) -> dict[str, str]:
+    """Per entry `wanted` of those `manifest` holds only part of (published while being
+    read), what it covers: "source docs is being indexed: 120 of 3,112 pages read; results
+    cover those"."""
+    partial = {key: state for key, state in partial_entries(manifest).items() if wanted(key)}
+    progress = read_progress(data) if partial else None
+    return {key: partial_sentence(key, state, progress) for key, state in sorted(partial.items())}

@@ -13,9 +13,11 @@ Its status, the first that applies:
                     their fused order)
     200 "stale"     a source's ref has been ahead of its index for longer than
                     `stale_after_s` (the hook, the worker or the poller is not working)
-    200 "indexing"  a run is reading pages (`indexing`: state/progress.json), or the
-                    served version's chunks wait for vectors (`embedding`: how many, how
-                    far, how fast, how long still; their hits are found by keywords)
+    200 "indexing"  a run is reading pages (`indexing`: state/progress.json), the
+                    served version holds part of an entry, published while it was read
+                    (its `sources` entry's `reading`: files read of the total), or its
+                    chunks wait for vectors (`embedding`: how many, how far, how fast,
+                    how long still; their hits are found by keywords)
     200 "ok"        a version is served and it is the one CURRENT names
 
 With nothing to serve (503) the status is "indexing" while a first run reads pages,
@@ -53,7 +55,7 @@ from docdex.index_format.run_progress import (
 from docdex.server.engine import Engine, RerankerError, SearchModels, VersionReader
 from docdex.server.versions import NoVersion, VersionHolder, VersionStats
 
-from .freshness import Freshness
+from .freshness import Freshness, partial_notes
 from .shapes import FailingModel
 from .source_limits import EVERY_SOURCE, SourceLimit
 
@@ -92,11 +94,12 @@ def health_report(
             served = index.manifest.embedder  # the model its queries are embedded with
             body["models"].update(embedder=served.id, dim=served.dim)
             body["embedding"] = _embedding(index, progress)
+            partial = list(partial_notes(data, index.manifest, states.__contains__).values())
     except NoVersion as exc:
         status, detail = _nothing_served(data, progress, exc)
         body.update(status=status, error=str(exc), status_detail=detail)
         return 503, body
-    body["status"], body["status_detail"] = _status(body, progress)
+    body["status"], body["status_detail"] = _status(body, progress, partial)
     return 200, body
 
 
@@ -152,7 +155,9 @@ def _withhold(body: dict[str, Any], limit: SourceLimit) -> None:
         body["last_ingestion_failure"] = None if failure["source"] else withheld
 
 
-def _status(body: dict[str, Any], progress: RunProgress | None) -> tuple[str, str]:
+def _status(
+    body: dict[str, Any], progress: RunProgress | None, partial: list[str]
+) -> tuple[str, str]:
     """The status of a server that serves a version, and why, in a sentence."""
     refused = body["refused_version"]
     if refused:  # serving an older version than CURRENT names
@@ -167,14 +172,18 @@ def _status(body: dict[str, Any], progress: RunProgress | None) -> tuple[str, st
             f"behind the repository for longer than stale_after_s: {_names(stale)} (are the "
             "hook, the worker and the poller running?)"
         )
-    return _indexing_status(body, progress)
+    return _indexing_status(body, progress, partial)
 
 
-def _indexing_status(body: dict[str, Any], progress: RunProgress | None) -> tuple[str, str]:
-    """ "indexing" while a run reads pages or the served version's chunks wait for vectors."""
+def _indexing_status(
+    body: dict[str, Any], progress: RunProgress | None, partial: list[str]
+) -> tuple[str, str]:
+    """ "indexing" while a run reads pages, the served version holds part of an entry
+    (`partial`: what it holds of each) or its chunks wait for vectors."""
     said = []
     if progress is not None and progress.phase == READING:
         said.append(reading_sentence(progress))
+    said += partial
     embedding = body["embedding"]
     if embedding is not None:
         said.append(embedding["detail"])
@@ -283,6 +292,7 @@ def _index_summary(
                 "last_error": s.last_error,
                 "failed_since": s.failed_since,
                 "ref": s.ref or s.branch,
+                "reading": msgspec.to_builtins(s.reading),  # published while being read
                 **msgspec.to_builtins(freshness[name]),
             }
             for name, s in sorted(sources.items())

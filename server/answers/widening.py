@@ -21,12 +21,23 @@ others are left out. Otherwise a later hit's widening stops at the lines earlier
 page show: it takes the chunks beside it up to them. A page's hits after its first two
 follow the other pages' hits, so that fragments of one page do not fill the list
 (docs/retrieval.md, "Hits with their context").
+
+Versioned docs keep a copy of a page per version folder. A later hit of another page whose
+chunk is the same as one that an earlier hit's text holds (the same content hash: the same
+headings and cleaned text) is a copy: it is folded into the earlier hit, which lists where
+its text stands in the copy's page (`copies`: the run of chunks around the copy's own that
+are the same as the earlier hit's, place by place), and the next hit takes its place. A
+later hit's widening stops at the lines listed as copies, as at the lines earlier hits of
+its page show: a copy's page then shows only what differs. Since copies can fold in most of
+a search's first hits, the engine's hits are taken a batch at a time (twice as many as
+answered, at least five more; the page rule applies within a batch), the next batch while
+the answer is short.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -34,8 +45,11 @@ from docdex.index_format.reassembly import reassemble
 from docdex.index_format.records import CHUNK_ID, ChunkRecord, chunk_id
 from docdex.server.engine import (
     MAX_RESULTS,
+    Engine,
     Hit,
+    HitCopy,
     OutlineEntry,
+    Scope,
     SearchResult,
     VersionReader,
     breadcrumb,
@@ -52,8 +66,8 @@ CONTEXT_CHARS = 4_000
 # crowded out by fragments of one long page; its further hits follow them (not dropped: a
 # search scoped to one page still gets them).
 PAGE_HITS = 2
-# Hits asked of the engine beyond those answered (at least), to take the place of hits
-# folded in.
+# Hits taken as a batch beyond those answered (at least), to take the place of hits folded
+# in; the next batches follow when these run out (copies).
 SPARE_HITS = 5
 
 # A hit whose text holds only part of its section carries the section's outline, at most
@@ -68,9 +82,19 @@ Lines = tuple[int, int]  # a page's lines, first and last
 ChunkCache = dict[str, ChunkRecord | None]  # chunks read, by id (None: not in the version)
 
 
-def hits_to_ask(num_results: int) -> int:
-    """How many hits to ask of the engine for an answer of `num_results`."""
+def _batch(num_results: int) -> int:
+    """How many of the engine's hits an answer of `num_results` takes first (a batch)."""
     return min(num_results + max(num_results, SPARE_HITS), MAX_RESULTS)
+
+
+def search_with_context(
+    engine: Engine, query: str, num_results: int, scope: Scope, max_chars: int, **shaping: Any
+) -> SearchResult:
+    """search_docs' hits: the engine's MAX_RESULTS best, shaped by `with_context`
+    (`shaping`: its other arguments). So many, because copies may fold in most of the first
+    hits; a longer list costs the search little (it slices a ranking already made)."""
+    found = engine.search(query, MAX_RESULTS, scope)
+    return with_context(engine.index, found, num_results, max_chars, **shaping)
 
 
 def with_context(
@@ -81,26 +105,33 @@ def with_context(
     context_chars: int = CONTEXT_CHARS,
     page_hits: int = PAGE_HITS,
     outlines: bool = True,
+    copies: bool = True,
 ) -> SearchResult:
     """The first `num_results` hits of `result` that no earlier one holds, `page_hits` of a
-    page before the other pages' (0: any number), each widened to at most `context_chars`
-    within its allowance of `max_chars` (0: not widened) and cut to that allowance, with its
-    section's outline when it holds only part of it (and `outlines`)."""
+    page before the other pages' in each batch taken (0: any number), each widened to at
+    most `context_chars` within its allowance of `max_chars` (0: not widened) and cut to
+    that allowance, with its section's outline when it holds only part of it (and
+    `outlines`), and, with `copies`, the later hits that are copies of its text folded into
+    it and listed."""
     budget = Budget(max_chars)
     wanted = min(num_results, len(result.results))
     kept: list[Hit] = []
     read: ChunkCache = {}
-    for hit in _pages_spread(result.results, page_hits):
+    folded = _Copies(index, read)
+    for hit in _pages_spread(result.results, page_hits, _batch(num_results)):
         if len(kept) == wanted:
             break
         if any(_holds(earlier, hit) for earlier in kept):
             continue
+        if copies and folded.fold(kept, hit):
+            continue
         after = wanted - len(kept) - 1
         room = min(context_chars, budget.allowance(after))
         outline_past = context_chars if outlines else 0
-        spending = _Spending(budget, after, context_chars > 0, outline_past, read)
+        elsewhere = folded.lines(kept, hit.doc_id)
+        spending = _Spending(budget, after, context_chars > 0, outline_past, read, elsewhere)
         kept = _with_hit(index, kept, hit, room, spending)
-    return msgspec.structs.replace(result, results=kept)
+    return msgspec.structs.replace(result, results=[folded.listed(hit) for hit in kept])
 
 
 class _Spending(NamedTuple):
@@ -113,6 +144,7 @@ class _Spending(NamedTuple):
     readable: bool
     outline_past: int
     read: ChunkCache  # the chunks read for the answer so far
+    elsewhere: Sequence[Lines] = ()  # lines of its page listed as copies of earlier hits
 
 
 def _with_hit(
@@ -123,12 +155,14 @@ def _with_hit(
     widening stops at their lines."""
     wide = widened(index, hit, room, read=spending.read)
     overlapped = [n for n, earlier in enumerate(kept) if _overlap(earlier, wide)]
-    if not overlapped:
+    listed = any(_meets(lines, (wide.start_line, wide.end_line)) for lines in spending.elsewhere)
+    if not overlapped and not listed:
         return [*kept, _spent(index, _readable(index, wide, room, spending), spending)]
-    if wide.context == SECTION and all(_inside(kept[n], wide) for n in overlapped):
+    if not listed and wide.context == SECTION and all(_inside(kept[n], wide) for n in overlapped):
         readable = _readable(index, wide, room, spending)
         return _folded_into(index, kept, overlapped, readable, spending)
     shown = [(h.start_line, h.end_line) for h in kept if h.doc_id == hit.doc_id]
+    shown += spending.elsewhere
     trimmed = _readable(index, widened(index, hit, room, shown, spending.read), room, spending)
     return [*kept, _spent(index, trimmed, spending)]
 
@@ -251,11 +285,14 @@ def _around(parts: list[OutlineEntry], line: int) -> list[OutlineEntry]:
 
 def _overlap(earlier: Hit, hit: Hit) -> bool:
     """Whether the two texts share a line of their page."""
-    return (
-        earlier.doc_id == hit.doc_id
-        and earlier.start_line <= hit.end_line
-        and hit.start_line <= earlier.end_line
+    return earlier.doc_id == hit.doc_id and _meets(
+        (earlier.start_line, earlier.end_line), (hit.start_line, hit.end_line)
     )
+
+
+def _meets(one: Lines, other: Lines) -> bool:
+    """Whether two runs of a page's lines share a line."""
+    return one[0] <= other[1] and other[0] <= one[1]
 
 
 def _inside(earlier: Hit, hit: Hit) -> bool:
@@ -267,17 +304,18 @@ def _inside(earlier: Hit, hit: Hit) -> bool:
     )
 
 
-def _pages_spread(hits: list[Hit], page_hits: int) -> list[Hit]:
-    """`hits` with each page's hits after its first `page_hits` moved after the others'."""
-    if page_hits <= 0:
-        return hits
+def _pages_spread(hits: list[Hit], page_hits: int, batch: int) -> Iterator[Hit]:
+    """`hits`, `batch` at a time in rank order, each batch with each page's hits after its
+    first `page_hits` moved after the others'. (The first batch is what an answer usually
+    takes; the later ones take the places of copies folded in.)"""
     seen: dict[str, int] = {}
-    first: list[Hit] = []
-    rest: list[Hit] = []
-    for hit in hits:
-        seen[hit.doc_id] = seen.get(hit.doc_id, 0) + 1
-        (first if seen[hit.doc_id] <= page_hits else rest).append(hit)
-    return first + rest
+    for start in range(0, len(hits), batch):
+        first: list[Hit] = []
+        rest: list[Hit] = []
+        for hit in hits[start : start + batch]:
+            seen[hit.doc_id] = seen.get(hit.doc_id, 0) + 1
+            (first if page_hits <= 0 or seen[hit.doc_id] <= page_hits else rest).append(hit)
+        yield from first + rest
 
 
 def _holds(earlier: Hit, hit: Hit) -> bool:
@@ -363,9 +401,23 @@ class _Page:
 
     def shows(self, chunk: ChunkRecord) -> bool:
         """Whether an earlier hit of the page shows a line of `chunk`."""
-        return any(
-            first <= chunk.end_line and chunk.start_line <= last for first, last in self._shown
-        )
+        return any(_meets(lines, (chunk.start_line, chunk.end_line)) for lines in self._shown)
+
+    def numbers(self, hit: Hit) -> list[int]:
+        """The numbers of the chunks `hit`'s text spans, in order ([] when its chunk is not
+        in the version); a hit that is its chunk reads no other."""
+        found = CHUNK_ID.search(hit.chunk_id)
+        at = int(found.group(1)) if found else -1
+        if self[at] is None:
+            return []
+        if not hit.context:
+            return [at]
+        first = last = at
+        while (chunk := self[first - 1]) is not None and chunk.start_line >= hit.start_line:
+            first -= 1
+        while (chunk := self[last + 1]) is not None and chunk.end_line <= hit.end_line:
+            last += 1
+        return list(range(first, last + 1))
 
 
 def _section(page: _Page, at: int, room: int) -> tuple[int, int] | None:
@@ -414,3 +466,108 @@ class _Shifted(NamedTuple):
     text: str
     start_line: int
     end_line: int
+
+
+class _Copied(NamedTuple):
+    """A hit folded into an earlier one as a copy of its text: its chunk `partner` of the
+    earlier hit's page stands at number `partner + offset` of the copy's page."""
+
+    of: str  # the earlier hit's page
+    partner: int
+    offset: int
+    copy: Hit
+
+
+class _Copies:
+    """The copies folded into an answer's hits so far; the chunks they read are the
+    answer's (`read`, shared with the widening)."""
+
+    def __init__(self, index: VersionReader, read: ChunkCache):
+        self._index, self._read = index, read
+        self._folded: list[_Copied] = []
+        # a kept text's chunk numbers, and its chunks by content hash, by its id and lines
+        self._spans: dict[tuple[str, int, int], list[int]] = {}
+        self._by_hash: dict[tuple[str, int, int], dict[str, int]] = {}
+
+    def fold(self, kept: list[Hit], hit: Hit) -> bool:
+        """Whether `hit` is a copy of a kept hit of another page: its chunk is the same as
+        one that hit's text spans (the same content hash: the same headings and cleaned
+        text), so its text is already shown. If so, it is folded in."""
+        found, doc_id = CHUNK_ID.search(hit.chunk_id), hit.doc_id
+        at = int(found.group(1)) if found else -1
+        chunk = self._page(doc_id)[at]
+        if chunk is None:
+            return False
+        for earlier in kept:
+            other = earlier.doc_id
+            hashes = self._hashes(earlier, other) if other != doc_id else {}
+            if (partner := hashes.get(chunk.content_hash)) is not None:
+                self._folded.append(_Copied(other, partner, at - partner, hit))
+                return True
+        return False
+
+    def lines(self, kept: list[Hit], doc_id: str) -> list[Lines]:
+        """The lines of page `doc_id` listed as copies of kept hits' texts."""
+        if not any(entry.copy.doc_id == doc_id for entry in self._folded):
+            return []
+        return [
+            (copy.start_line, copy.end_line)
+            for hit in kept
+            for copy in self.placed(hit)
+            if f"{copy.source}:{copy.path}" == doc_id
+        ]
+
+    def listed(self, hit: Hit) -> Hit:
+        """`hit` with the copies folded into it."""
+        placed = self.placed(hit)
+        return msgspec.structs.replace(hit, copies=placed) if placed else hit
+
+    def placed(self, hit: Hit) -> list[HitCopy]:
+        """Where the text of `hit` stands in each copy folded into it: the run of its
+        chunks around the copy's own that are the same, place by place, in the copy's
+        page."""
+        placed: list[HitCopy] = []
+        mine = [entry for entry in self._folded if entry.of == hit.doc_id]
+        theirs = self._page(hit.doc_id)
+        spanned = self._spanned(theirs, hit) if mine else []
+        for entry in mine:
+            if entry.partner not in spanned:
+                continue
+            page = self._page(entry.copy.doc_id)
+            first = last = entry.partner
+            while first - 1 in spanned and _same(theirs, page, first - 1, entry.offset):
+                first -= 1
+            while last + 1 in spanned and _same(theirs, page, last + 1, entry.offset):
+                last += 1
+            start, end = page[first + entry.offset], page[last + entry.offset]
+            assert start is not None and end is not None
+            copy = entry.copy
+            listed = HitCopy(copy.source, copy.path, start.start_line, end.end_line, copy.ref)
+            if listed not in placed:
+                placed.append(listed)
+        return placed
+
+    def _page(self, doc_id: str) -> _Page:
+        return _Page(self._index, doc_id, read=self._read)
+
+    def _spanned(self, page: _Page, hit: Hit) -> list[int]:
+        key = (hit.chunk_id, hit.start_line, hit.end_line)
+        if key not in self._spans:
+            self._spans[key] = page.numbers(hit)
+        return self._spans[key]
+
+    def _hashes(self, hit: Hit, doc_id: str) -> dict[str, int]:
+        """The content hashes of the chunks `hit`'s text spans, each with its first chunk's
+        number."""
+        key = (hit.chunk_id, hit.start_line, hit.end_line)
+        if key not in self._by_hash:
+            page = self._page(doc_id)
+            chunks = [(n, chunk) for n in self._spanned(page, hit) if (chunk := page[n])]
+            self._by_hash[key] = {c.content_hash: n for n, c in reversed(chunks)}
+        return self._by_hash[key]
+
+
+def _same(theirs: _Page, page: _Page, number: int, offset: int) -> bool:
+    """Whether chunk `number` of `theirs` is the same as chunk `number + offset` of `page`."""
+    one, other = theirs[number], page[number + offset]
+    return one is not None and other is not None and one.content_hash == other.content_hash

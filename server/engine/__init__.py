@@ -19,6 +19,7 @@ from .hits import (
     RESOURCE_TEMPLATE,
     TITLE_CHARS,
     Hit,
+    HitCopy,
     OutlineEntry,
     SearchResult,
     breadcrumb,
@@ -29,7 +30,14 @@ from .hits import (
 from .rerank import RerankerError, check_reranker_name
 from .retrieval import Retrieval
 from .scope import Scope
-from .settings import DEFAULT_SETTINGS, DenseTrust, EngineSettings, Fusion, FusionWeights
+from .settings import (
+    DEFAULT_SETTINGS,
+    DenseTrust,
+    EngineSettings,
+    Fusion,
+    FusionWeights,
+    LexicalTrust,
+)
 from .version_reader import DerivedState, SegmentStatus, VersionReader
 
 __all__ = [
@@ -45,6 +53,8 @@ __all__ = [
     "Fusion",
     "FusionWeights",
     "Hit",
+    "HitCopy",
+    "LexicalTrust",
     "OutlineEntry",
     "RerankerError",
     "Retrieval",

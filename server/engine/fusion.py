@@ -7,6 +7,10 @@
 - rrf: reciprocal rank fusion with equal weights, the baseline every change is measured
   against; bm25, dense: one retriever alone.
 
+Measured and left off (settings.py): the BM25 ranks weighed by BM25's own evidence on the
+query (`lexical_trust`), and prose fused by the weighted sum of both lists' scores, BM25's
+over its best or both rescaled min to max (`prose_fusion`, `prose_min_max`).
+
 The adaptive and weighted fusions add the query/section-heading overlap (prose and short
 queries), a bonus when the chunk's raw text holds the query's literals, and one more when
 the chunk is where a literal is defined: its own heading names it, or a line of it opens
@@ -16,8 +20,10 @@ with it as a definition-list term, a table row's first cell or a list item's key
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
+from .confidence import ChunkCounts, lexical_coverage
 from .query import QueryContext, QueryProfile
 from .retrieval import Candidate
 from .settings import DenseTrust, EngineSettings, Fusion, FusionWeights
@@ -37,10 +43,7 @@ def fuse(ctx: QueryContext, candidates: list[Candidate]) -> None:
     prose = False
     if fusion is Fusion.ADAPTIVE:
         prose = is_prose(profile, settings)
-        if prose and Fusion(settings.prose_fusion) is Fusion.RRF:
-            rrf(candidates, settings.prose_rrf_k)
-        else:
-            adaptive(candidates, settings.adaptive_k, settings.dense_trust)
+        fuse_adaptive(ctx, candidates, prose)
         heading_weight = settings.adaptive_heading_weight
     else:
         lexical = profile.lexical
@@ -53,6 +56,22 @@ def fuse(ctx: QueryContext, candidates: list[Candidate]) -> None:
             c.score += heading_weight * heading_overlap(ctx, c)
     if profile.literals:
         add_literal_bonuses(candidates, profile.literals, settings, prose)
+
+
+def fuse_adaptive(ctx: QueryContext, candidates: list[Candidate], prose: bool) -> None:
+    """The adaptive fusion's ranks, or on a request in prose `prose_fusion`'s: RRF over the
+    two lists' ranks, or the weighted sum of their normalised scores (CombSUM); the BM25
+    ranks weighed by BM25's own evidence (`lexical_trust`)."""
+    settings = ctx.settings
+    lexical = lexical_weigher(ctx, candidates)
+    prose_fusion = Fusion(settings.prose_fusion) if prose else Fusion.ADAPTIVE
+    if prose_fusion is Fusion.RRF:
+        rrf(candidates, settings.prose_rrf_k, lexical)
+    elif prose_fusion is Fusion.WEIGHTED:
+        combine = min_max_sum if settings.prose_min_max else weighted
+        combine(candidates, settings.prose_weights)
+    else:
+        adaptive(candidates, settings.adaptive_k, settings.dense_trust, lexical)
 
 
 def add_literal_bonuses(
@@ -80,25 +99,64 @@ def is_prose(profile: QueryProfile, settings: EngineSettings) -> bool:
     return settings.prose_questions and profile.question and not profile.identifier
 
 
-def rrf(candidates: list[Candidate], k: int) -> None:
-    """Reciprocal rank fusion, equal weights; the baseline every change is measured against."""
+LexicalWeigher = Callable[[Candidate], float]  # a candidate's BM25 rank, weighed
+
+
+def _equal(c: Candidate) -> float:
+    return 1.0
+
+
+def rrf(candidates: list[Candidate], k: int, lexical: LexicalWeigher = _equal) -> None:
+    """Reciprocal rank fusion, equal weights (the baseline every change is measured
+    against), or each BM25 rank weighing `lexical(candidate)`."""
     for c in candidates:
-        c.score = (1.0 / (k + c.bm25_rank) if c.bm25_rank else 0.0) + (
+        c.score = (lexical(c) / (k + c.bm25_rank) if c.bm25_rank else 0.0) + (
             1.0 / (k + c.dense_rank) if c.dense_rank else 0.0
         )
 
 
-def adaptive(candidates: list[Candidate], k: int, trust: DenseTrust) -> None:
+def adaptive(
+    candidates: list[Candidate], k: int, trust: DenseTrust, lexical: LexicalWeigher = _equal
+) -> None:
     """Reciprocal ranks over the union (the BM25 list's ranks, dense ranks by every
-    candidate's exact cosine), the dense side weighted by how close its best match is;
-    scaled so that first in both lists scores 1.0."""
+    candidate's exact cosine), the dense side weighted by how close its best match is and
+    each BM25 rank by `lexical`; scaled so that first in both lists scores 1.0."""
     if not candidates:
         return
     dense_weight = trust.weight(max(c.dense for c in candidates))
-    scale = (k + 1) / (1.0 + dense_weight)
+    first = min((c for c in candidates if c.bm25_rank), key=lambda c: c.bm25_rank, default=None)
+    scale = (k + 1) / ((lexical(first) if first else 1.0) + dense_weight)
     for rank, c in enumerate(sorted(candidates, key=lambda c: -c.dense), 1):
-        lexical = 1.0 / (k + c.bm25_rank) if c.bm25_rank else 0.0
-        c.score = scale * (lexical + dense_weight / (k + rank))
+        bm25 = lexical(c) / (k + c.bm25_rank) if c.bm25_rank else 0.0
+        c.score = scale * (bm25 + dense_weight / (k + rank))
+
+
+def lexical_weigher(ctx: QueryContext, candidates: list[Candidate]) -> LexicalWeigher:
+    """The BM25 ranks' weight from BM25's own evidence (`ctx.settings.lexical_trust`): the
+    share of the query its first hit holds (or, `each_chunk`, each chunk), and how far its
+    first score stands above its tenth (a flat list says little: many chunks match the
+    query's words alike)."""
+    trust = ctx.settings.lexical_trust
+    if not trust.weighs:
+        return _equal
+    listed = sorted((c for c in candidates if c.bm25_rank), key=lambda c: c.bm25_rank)
+    if not listed or listed[0].bm25 <= 0:
+        return _equal
+    first, weight = listed[0], 1.0
+    if trust.spread > 0:
+        tenth = listed[9].bm25 if len(listed) >= 10 else 0.0
+        weight *= min(1.0, (1.0 - tenth / first.bm25) / trust.spread)
+    if trust.coverage <= 0:
+        return lambda c: weight
+    counts = ChunkCounts(ctx.version, ctx.scope.visible)
+
+    def covered(c: Candidate) -> float:
+        return min(1.0, lexical_coverage(counts, ctx.profile, c) / trust.coverage)
+
+    if trust.each_chunk:
+        return lambda c: weight * covered(c)
+    weight *= covered(first)
+    return lambda c: weight
 
 
 def weighted(candidates: list[Candidate], weights: FusionWeights) -> None:
@@ -107,6 +165,25 @@ def weighted(candidates: list[Candidate], weights: FusionWeights) -> None:
     for c in candidates:
         lexical = c.bm25 / top if top > 0 else 0.0
         c.score = weights.lexical * lexical + weights.dense * c.dense
+
+
+def min_max_sum(candidates: list[Candidate], weights: FusionWeights) -> None:
+    """CombSUM of the two lists' scores, each rescaled to [0, 1] over the candidates: BM25
+    from the last of its list to its first (0 outside it), the cosine from the lowest of the
+    union to the best."""
+    bm25 = _unit_scale([c.bm25 for c in candidates if c.bm25_rank])
+    dense = _unit_scale([c.dense for c in candidates])
+    for c in candidates:
+        lexical = bm25(c.bm25) if c.bm25_rank else 0.0
+        c.score = weights.lexical * lexical + weights.dense * dense(c.dense)
+
+
+def _unit_scale(values: list[float]) -> Callable[[float], float]:
+    """The map of `values` onto [0, 1], lowest to highest (all alike: all 1)."""
+    low, high = min(values, default=0.0), max(values, default=0.0)
+    if high <= low:
+        return lambda value: 1.0
+    return lambda value: (value - low) / (high - low)
 
 
 def contains_literals(c: Candidate, literals: list[str]) -> bool:

@@ -36,6 +36,18 @@ class OutlineEntry(msgspec.Struct, frozen=True):
     end_line: int
 
 
+class HitCopy(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Another page's lines holding the same text as the hit's (a copy of the page in
+    another version folder, say), folded into the hit: get_document(source:path,
+    start_line, end_line) reads it; a search with its path_prefix or ref returns it."""
+
+    source: str
+    path: str
+    start_line: int
+    end_line: int
+    ref: str = ""  # the branch or tag the copy was indexed from
+
+
 class Hit(msgspec.Struct, omit_defaults=True):
     """One ranked chunk. An answer leaves out what another field already says (the page's id
     is `chunk_id` up to its `#`, its resource URI follows from `source` and `path`, the
@@ -74,6 +86,9 @@ class Hit(msgspec.Struct, omit_defaults=True):
     # When `text` holds only part of its section: that section and its subsections, so
     # the rest is one get_document(doc_id, start_line, end_line) away (widening.py).
     outline: list[OutlineEntry] = []
+    # Later hits whose text is the same as (part of) this one's, folded into it: where
+    # else that text stands (server/answers/widening.py).
+    copies: list[HitCopy] = []
 
     @property
     def matched_lines(self) -> tuple[int, int]:
@@ -104,6 +119,8 @@ class SearchResult(msgspec.Struct):
     took_ms: float
     low_confidence: bool
     omitted: int = 0  # hits left out to keep the answer under the cap (server/answers/budget.py)
+    # what the hits cover when an entry searched was published while still being read
+    note: str = ""
 
 
 def clip(text: str, limit: int) -> str:

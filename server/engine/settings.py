@@ -36,6 +36,23 @@ class DenseTrust(msgspec.Struct, frozen=True):
         return 1.0 + self.slope * max(0.0, best_cosine - self.start)
 
 
+class LexicalTrust(msgspec.Struct, frozen=True):
+    """How much the adaptive fusion weighs the BM25 list, from BM25's own evidence on the
+    query (the counterpart of `DenseTrust`): by the IDF-weighted share of the query's terms
+    its first hit holds (`each_chunk`: each chunk's BM25 rank by the share that chunk
+    holds), full once that share reaches `coverage`, and by how far its first score stands
+    above its tenth, full once the tenth is `spread` below the first (each 0: not weighed
+    by it; neither: the BM25 list weighs 1)."""
+
+    coverage: float = 0.0
+    spread: float = 0.0
+    each_chunk: bool = False
+
+    @property
+    def weighs(self) -> bool:
+        return self.coverage > 0 or self.spread > 0
+
+
 class FusionWeights(msgspec.Struct, frozen=True):
     """Weighted score fusion: lexical * bm25/max(bm25) + dense * cosine."""
 
@@ -93,16 +110,22 @@ class EngineSettings(msgspec.Struct, frozen=True, kw_only=True):
     adaptive_k: int = 10
     dense_trust: DenseTrust = DenseTrust(start=0.70, slope=20.0)
     adaptive_heading_weight: float = 0.5
+    # the BM25 ranks' weight in the adaptive fusion and the prose RRF (default: 1 always)
+    lexical_trust: LexicalTrust = LexicalTrust()
     # A query of at least this many words (0: none) is a request in prose: the adaptive
     # fusion gives it reciprocal ranks alone (`prose_fusion`: RRF with k = prose_rrf_k over
-    # the two lists' ranks, or the adaptive ranks), without the heading overlap unless
-    # `prose_heading_weight`, and without the literal bonus unless `prose_literals`.
+    # the two lists' ranks, or the adaptive ranks; or the weighted fusion's normalised
+    # scores), without the heading overlap unless `prose_heading_weight`, and without the
+    # literal bonus unless `prose_literals`.
     # Chosen leaving one corpus out (docs/retrieval.md, "Query form"; adr/0035).
     prose_words: int = 8
     prose_questions: bool = False  # a question in words alone is prose too, whatever its length
     prose_literals: bool = False
     prose_fusion: Fusion = Fusion.RRF
     prose_rrf_k: int = 10
+    # with `prose_fusion` weighted: both lists' scores rescaled to [0, 1] over the
+    # candidates (min-max) before they are weighed, not BM25 over its best and raw cosines
+    prose_min_max: bool = False
     prose_heading_weight: float = 0.0  # the heading overlap's weight on a request in prose
     # The weighted fusion's weights for prose and for lexical (identifier-like or short)
     # queries, and its weight of the query/section-heading overlap.

@@ -3,10 +3,11 @@ in `structuredContent` (docs/retrieval.md, "Hits with their context").
 
 search_docs' text gives each hit its breadcrumb, `source:path:lines` and chunk, commit and
 date, how it was found and how widened, then its text as written (markdown, unescaped), its
-outline and the files it includes. get_document's gives its id, lines and what follows, then
-the text. The other tools' answers are short records, read as well as JSON: they stay JSON.
-A session that negotiated a protocol without structured output (before 2025-06-18) gets the
-JSON as text, as the only form it has.
+outline, the files it includes and where else the same text stands (its copies).
+get_document's gives its id, lines and what follows, then the text. The other tools' answers
+are short records, read as well as JSON: they stay JSON. A session that negotiated a
+protocol without structured output (before 2025-06-18) gets the JSON as text, as the only
+form it has.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from contextvars import ContextVar
 import msgspec
 
 from docdex.server.answers.shapes import Document
-from docdex.server.engine import Hit, SearchResult
+from docdex.server.engine import Hit, HitCopy, SearchResult
 
 # The first protocol version with structuredContent: sessions on older ones read the JSON.
 STRUCTURED_SINCE = "2025-06-18"
@@ -43,6 +44,8 @@ def search_text(result: SearchResult) -> str:
         head.append("low confidence: nothing matched well; rephrase or try other terms")
     if result.omitted:
         head.append(f"{result.omitted} more left out to keep the answer within its cap")
+    if result.note:
+        head.append(result.note)
     head.append("cite a hit as source:path:lines; get_document(source:path#chunkN) reads it")
     blocks = ["; ".join(head) + "."]
     blocks += [_hit_text(n, hit) for n, hit in enumerate(result.results, 1)]
@@ -71,7 +74,14 @@ def _hit_text(rank: int, hit: Hit) -> str:
         outline = [f"Outline of {section.heading} (lines {section.start_line}-{section.end_line}):"]
         outline += [f"- {e.heading} (lines {e.start_line}-{e.end_line})" for e in below]
         parts.append("\n".join(outline))
+    if hit.copies:
+        parts.append("Same text also at: " + ", ".join(_copy_place(c) for c in hit.copies))
     return "\n\n".join(parts)
+
+
+def _copy_place(copy: HitCopy) -> str:
+    place = f"`{copy.source}:{copy.path}:{copy.start_line}-{copy.end_line}`"
+    return f"{place} (ref {copy.ref})" if copy.ref else place
 
 
 _FOUND_BY = {"both": "keywords and meaning", "bm25": "keywords", "dense": "meaning"}

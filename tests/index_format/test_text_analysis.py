@@ -15,6 +15,7 @@ from docdex.index_format.text import (
     TEXT_FIELDS,
     TextAnalysis,
     analyze,
+    identifier_terms,
     text_analysis,
 )
 from docdex.indexer.run.storage.text_index import text_document
@@ -127,3 +128,27 @@ def test_an_unknown_analysis_is_refused() -> None:
     with pytest.raises(IndexFormatError, match="text analysis 99"):
         text_analysis(99)
     assert text_analysis().version == TEXT_ANALYSIS
+
+
+@pytest.mark.parametrize(
+    ("text", "prepared", "runs"),
+    [
+        ("plain words, `code` and C:\\path", "plain words, `code` and C:\\path", []),
+        ("café ☕ naïve — “quoted”", "café ☕ naïve — “quoted”", []),  # not ASCII, no CJK
+        ("abc 日本語 def ﾃｽﾄ", "abc   def  ", ["日本語", "テスト"]),
+        ("한국어 and 中文", "  and  ", ["한국어", "中文"]),
+    ],
+)
+def test_cjk_runs_leave_the_text_fields_for_the_cjk_field(
+    text: str, prepared: str, runs: list[str]
+) -> None:
+    analysis = text_analysis(2)
+    assert analysis.prepare(text) == prepared
+    assert analysis.cjk_values(text) == runs
+    assert text_analysis(1).prepare(text) == text
+    assert text_analysis(1).cjk_values(text) == []
+
+
+def test_identifier_terms_come_once_each_in_order_of_first_use() -> None:
+    text = "Set-Item b-c a b-c a-b Set-Item set-item 42x 42x a-b-c."
+    assert identifier_terms(text) == ["set-item", "set", "item", "b-c", "a-b", "42x", "a-b-c"]

@@ -23,7 +23,7 @@ from docdex import cli
 from docdex.index_format import verify
 from docdex.index_format.config import Config, load_config
 from docdex.index_format.layout import DataDir
-from docdex.index_format.records import Manifest
+from docdex.index_format.records import Manifest, Reading
 from docdex.index_format.store import (
     VECTORS_FILE,
     current_version,
@@ -31,6 +31,7 @@ from docdex.index_format.store import (
     load_segment,
     point_current,
     write_atomic,
+    write_manifest,
 )
 from docdex.index_format.verify import COLLECTED_NOTE, OLD_FORMAT_NOTE
 from docdex.indexer.run.context import IndexingError
@@ -323,3 +324,22 @@ def test_a_version_collected_while_verify_checks_it_is_not_damage(data, monkeypa
     assert report.versions[0].notes == [COLLECTED_NOTE]
     data.segment(next(iter(kept))).joinpath(VECTORS_FILE).unlink()  # damage to a kept one
     assert not verify.verify_data(data.root).ok
+
+
+def test_an_entry_being_read_is_noted_and_one_that_contradicts_itself_is_a_problem(data):
+    manifest = load_manifest(data, 2)
+    state = manifest.sources["docs"]
+    reading = Reading(state.commit, state.files + 1, state.files + 2)
+    partial = msgspec.structs.replace(state, commit="", reading=reading)
+    write_manifest(data, msgspec.structs.replace(manifest, sources={"docs": partial}))
+    report = verify.verify_data(data.root, only=2)
+    assert report.ok
+    assert (
+        f"entry docs was published while being read: {reading.done} of"
+        in report.versions[0].notes[-1]
+    )
+
+    claims_whole = msgspec.structs.replace(partial, commit=state.commit)
+    write_manifest(data, msgspec.structs.replace(manifest, sources={"docs": claims_whole}))
+    [problem] = verify.verify_data(data.root, only=2).versions[0].problems
+    assert problem.kind == "value" and "records commit" in problem.detail

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from docdex.cli import main
 from docdex.index_format.config import ConfigError, load_config, save_config
 from docdex.index_format.layout import DataDir
 from docdex.index_format.model_tables import EndpointEmbedder, OnnxEmbedder, RerankEndpoint
+
+from gitrepo import Workspace
 
 
 def load(tmp_path, text: str):
@@ -17,9 +20,21 @@ def load(tmp_path, text: str):
     return data, load_config(data)
 
 
-def test_the_shipped_model_is_the_default(tmp_path) -> None:
+def test_a_docdex_toml_naming_no_embedder_keeps_the_float32_graph(tmp_path) -> None:
     _, config = load(tmp_path, "[settings]\nkeep_versions = 2\n")
     assert config.settings.embedder == "minilm" and config.embedder_spec() is None
+
+
+def test_a_new_data_directory_embeds_passages_with_the_int8_graph(tmp_path, capsys) -> None:
+    ws = Workspace(tmp_path / "repo")
+    data = DataDir(tmp_path / "data")
+    assert main(["--data", str(data.root), "source", "add", "docs", str(ws.bare)]) == 0
+    capsys.readouterr()
+    assert 'embedder = "minilm-int8"' in data.config.read_text()
+    assert load_config(data).settings.embedder == "minilm-int8"
+    other = DataDir(tmp_path / "other")
+    assert main(["--data", str(other.root), "settings", "set", "keep_versions", "2"]) == 0
+    assert load_config(other).settings.embedder == "minilm-int8"
 
 
 def test_models_are_read_and_written_back(tmp_path) -> None:

@@ -119,6 +119,18 @@ def open_workspace_docs(root: Path, ws: Workspace, embedder, **settings):
     return open_docs(data, Boot(), model)
 
 
+@contextmanager
+def indexed_engine(root: Path, files: dict[str, str], embedder) -> Iterator[Engine]:
+    """`files` pushed, indexed as the source "docs" of root/data, and opened as an Engine."""
+    data = DataDir(root / "data")
+    index_workspace(data, pushed_workspace(root / "docs", files), embedder)
+    opened = Engine.open(data, embedder)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
 def search_index(
     data: DataDir, embedder, query: str, num_results: int = 10, source: str = "", **settings
 ) -> SearchResult:

@@ -6,7 +6,9 @@ recorded."""
 
 from __future__ import annotations
 
+import logging
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +16,7 @@ import msgspec
 from dulwich.repo import Repo
 
 from docdex.index_format.config import SourceConfig, SourceError, source_kind
-from docdex.index_format.records import FileProblem, SourceState, StoredPage
+from docdex.index_format.records import FileProblem, Reading, SourceState, StoredPage
 from docdex.indexer.chunking.include_syntax import PageIncludes, PathReader
 from docdex.indexer.git.diffs import Change, FileEntry
 from docdex.indexer.git.history import PageDates
@@ -24,13 +26,17 @@ from docdex.indexer.sources.commit_changes import commit_changes
 from docdex.indexer.sources.include_files import include_reader
 from docdex.indexer.sources.refs import FoundRef, RefFamily
 from docdex.indexer.sources.worktree_changes import worktree_changes
+from docdex.runtime.logs import log_event
 from docdex.runtime.times import iso_utc
 
 from ..context import RunContext, RunState
+from ..publishing import publish_partial
 from ..report import SourceReport
 from ..source_budget import SourceBudget
 from .failures import check_it_may_fail, failed_state, missing_branch
 from .page_records import config_hash, parse_file
+
+log = logging.getLogger("docdex.pipeline")
 
 _COUNTER = {"add": "added", "modify": "modified", "delete": "deleted", "rename": "renamed"}
 
@@ -150,10 +156,13 @@ class SourceRun:
                 run.remove_page(old_pages[old_path])
 
     def stream(self, found: changes.Found) -> None:
-        """Read, parse and stream the new files' pages; what cannot be read is a problem."""
+        """Read, parse and stream the new files' pages; what cannot be read is a problem.
+        An entry the previous version does not hold is published as it is read, every
+        `partial_every_s` seconds (publishing.publish_partial)."""
         problems: list[FileProblem] = []
         read_path = include_reader(self.ctx.data, self.config, found.commit)  # adr/0018
         files = [change for change in found.changes if change.kind != "delete"]
+        cadence = self._partial_cadence()
         for done, change in enumerate(files):
             self.ctx.progress.reading(self.key, done, len(files))
             self.budget.check()
@@ -162,10 +171,41 @@ class SourceRun:
             problem = self._stream_file(found, entry, read_path)
             if problem is not None:
                 problems.append(problem)
+            if cadence is not None and cadence.due() and done + 1 < len(files):
+                self._publish_partial(found, Reading(found.commit, done + 1, len(files)), problems)
+                cadence.restart()
         self.ctx.progress.reading(self.key, len(files), len(files))
         self.report.commit = found.commit
         self.report.status = "indexed"
         self.report.problems = problems
+
+    def _partial_cadence(self) -> PartialCadence | None:
+        """When to publish the pages read so far: only for an entry the previous version
+        holds no complete read of (a new source or ref, a first index, one a stopped run
+        left partial), and only if `partial_every_s` is set."""
+        every_s = self.ctx.settings.partial_every_s
+        if not every_s or (self.previous is not None and self.previous.commit):
+            return None
+        return PartialCadence(every_s, self.ctx.clock)
+
+    def _publish_partial(
+        self, found: changes.Found, reading: Reading, problems: list[FileProblem]
+    ) -> None:
+        """The pages read so far published, the entry's state saying how far it is."""
+        state = self._new_state(
+            found.branch, config_hash=self.config_hash, commit="", problems=list(problems)
+        )
+        state = msgspec.structs.replace(state, reading=reading)
+        manifest = publish_partial(self.ctx, self.run, {self.key: state})
+        self.ctx.progress.published(manifest.version)
+        log_event(
+            log,
+            "published while reading",
+            source=self.key,
+            version=manifest.version,
+            pages=reading.done,
+            of=reading.total,
+        )
 
     def _stream_file(
         self, found: changes.Found, entry: FileEntry, read_path: PathReader | None
@@ -270,6 +310,23 @@ class SourceRun:
             **names,
             **{**defaults, **fields},
         )
+
+
+class PartialCadence:
+    """Seconds of reading on the run's clock since the last version published while an
+    entry is read: the clock is read once a page, and again after each publication, so
+    that publishing is not counted as reading."""
+
+    def __init__(self, every_s: float, clock: Callable[[], float]) -> None:
+        self.every_s = every_s
+        self.clock = clock
+        self.since = clock()
+
+    def due(self) -> bool:
+        return self.clock() - self.since >= self.every_s
+
+    def restart(self) -> None:
+        self.since = self.clock()
 
 
 def _redated(page: StoredPage, dates: PageDates | None) -> StoredPage:

@@ -62,6 +62,31 @@ def collect_garbage(data: DataDir, keep: int) -> GcReport:
     )
 
 
+def drop_superseded(data: DataDir, versions: list[int]) -> int:
+    """Delete `versions` (published by the running run while it read an entry, and since
+    superseded by newer ones of it beyond `keep_versions`), with the text indexes and page
+    tables that no other version on disk names; bytes freed. Segments stay: the run's newer
+    versions name them, and what they no longer name goes at the run's collection."""
+    doomed = set(versions)
+    named: set[Path] = set()
+    for version in list_versions(data):
+        manifest = None if version in doomed else _kept_manifest(data, version)
+        if manifest is not None:
+            named |= _text_and_pages(data, manifest)
+    freed = 0
+    for version in versions:
+        manifest = _kept_manifest(data, version)
+        data.manifest(version).unlink(missing_ok=True)
+        for path in _text_and_pages(data, manifest) - named if manifest else ():
+            freed += _remove(path)
+    return freed
+
+
+def _text_and_pages(data: DataDir, manifest: Manifest) -> set[Path]:
+    pages = {data.pages_file(s.pages_file) for s in manifest.sources.values() if s.pages_file}
+    return {data.text_index(manifest.text_index), *pages}
+
+
 def _kept_versions(data: DataDir, versions: list[int], keep: int) -> list[int]:
     try:
         current = current_version(data)

@@ -132,11 +132,13 @@ class SegmentStream:
         the version the run starts from."""
         self.library.want()
 
-    def flush(self) -> None:
-        """Write what is pending (the pipeline calls it once more at the end of a run)."""
+    def flush(self, keywords_only: bool = False) -> None:
+        """Write what is pending (the pipeline calls it once more at the end of a run);
+        `keywords_only`: what has to be embedded waits for vectors whatever its size (a
+        version is about to be published while the run still reads its pages)."""
         started = time.monotonic()
         chunks = [c for page in self.batch for c in page.chunks]
-        refs = self._write_segment(chunks) if chunks else []
+        refs = self._write_segment(chunks, keywords_only) if chunks else []
         for chunk, ref in zip(chunks, refs, strict=True):
             if ref.has_vectors:
                 self.reusable.setdefault(ref.content_hash, ref)
@@ -193,12 +195,14 @@ class SegmentStream:
             else:
                 counts.reused += 1
 
-    def _write_segment(self, chunks: list[PendingChunk]) -> list[ChunkRef]:
+    def _write_segment(self, chunks: list[PendingChunk], keywords_only: bool) -> list[ChunkRef]:
         """The batch as one segment with vectors; or, with more texts to embed than
-        `keywords_first`, the chunks whose vectors are copied as one and the others as a
-        keywords-only segment, which the run embeds after publishing (backlog.py)."""
+        `keywords_first` (or any, when `keywords_only`), the chunks whose vectors are copied
+        as one and the others as a keywords-only segment, which the run embeds after
+        publishing (backlog.py)."""
         plan = self._plan(chunks)
-        if not self.keywords_first or len(plan.embed) <= self.keywords_first:
+        waits = len(plan.embed) > self.keywords_first if self.keywords_first else False
+        if not plan.embed or not (waits or keywords_only):
             return self._write_embedded(chunks, plan)
         refs: dict[int, ChunkRef] = {}
         copied = [i for i, c in enumerate(chunks) if c.record.content_hash in plan.reuse]

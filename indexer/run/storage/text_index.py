@@ -5,17 +5,26 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import NamedTuple
 
 import tantivy
 
 from docdex.index_format.layout import DataDir, publish_dir
-from docdex.index_format.records import ChunkRecord, Manifest
+from docdex.index_format.records import ChunkRecord, FileSum, Manifest
 from docdex.index_format.text import CJK_FIELD, TextAnalysis, identifier_terms, text_analysis
 
 from .full_disk import text_writes
 
 WRITER_HEAP_BYTES = 64_000_000
 _LOCK_PREFIX = ".tantivy-"
+
+
+class TextIndexRef(NamedTuple):
+    """The text index a version names: its directory, analysis and file sums."""
+
+    name: str
+    analysis: int
+    files: list[FileSum]
 
 
 def link_or_copy_tree(src: Path, dst: Path) -> None:
@@ -102,14 +111,34 @@ class TextIndexBuilder:
         self._open().add_document(text_document(chunk, embed_text, self.analysis))
 
     @text_writes
-    def publish(self) -> None:
+    def publish(self, name: str | None = None) -> None:
+        """Commit and move the directory into place, as text/<name> (default: the name it was
+        made with; a run that published partial versions names it after its last)."""
+        self._commit()
+        self._close()
+        self.name = name or self.name
+        publish_dir(self.tmp, self.data.text_index(self.name))
+
+    @text_writes
+    def snapshot(self, name: str) -> None:
+        """What was added and deleted so far, committed and published as text/<name> (hard
+        links of the files committed), while the writer goes on in its own directory:
+        Tantivy never rewrites a committed file, so the snapshot stays as it is."""
+        self._commit()
+        staging = self.data.text / f".tmp-snapshot-{name}"
+        shutil.rmtree(staging, ignore_errors=True)
+        link_or_copy_tree(self.tmp, staging)
+        publish_dir(staging, self.data.text_index(name))
+
+    def _commit(self) -> None:
+        """Commit and wait for the merges, so that no merge deletes a committed file while
+        it is linked; the next add or delete opens a new writer."""
         writer = self._open()
         writer.commit()
         writer.wait_merging_threads()
-        self._close()
+        self._writer = None
         for lock in self.tmp.glob(_LOCK_PREFIX + "*"):
             lock.unlink()
-        publish_dir(self.tmp, self.data.text_index(self.name))
 
     def discard(self) -> None:
         """Drop the writer and its temporary directory, if any (after `publish`, the
@@ -118,8 +147,9 @@ class TextIndexBuilder:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def _open(self) -> tantivy.IndexWriter:
-        """The writer, made at the first use from a copy of the previous version's files."""
-        if self._writer is None:
+        """The writer; the index is made at the first use from a copy of the previous
+        version's files."""
+        if self._index is None:
             shutil.rmtree(self.tmp, ignore_errors=True)
             if self.previous:
                 link_or_copy_tree(self.data.text_index(self.previous), self.tmp)
@@ -129,6 +159,7 @@ class TextIndexBuilder:
                 self.analysis.schema(), path=str(self.tmp), reuse=bool(self.previous)
             )
             self.analysis.register(self._index)
+        if self._writer is None:
             self._writer = self._index.writer(WRITER_HEAP_BYTES, 1)
         return self._writer
 

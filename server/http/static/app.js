@@ -354,6 +354,7 @@ function renderHits(result, state) {
   } else {
     summary.textContent = `${plural(hits.length, "section")} · index version ${result.index_version} · ${Math.round(result.took_ms)} ms`;
   }
+  if (result.note) summary.textContent += ` · ${result.note}`;
   showError("");
   list.dataset.query = state.q;
   requestAnimationFrame(() => performance.mark("docdex-results", { detail: state.q }));

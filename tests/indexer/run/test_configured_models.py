@@ -414,7 +414,10 @@ def test_minilm_int8_embeds_passages_with_the_int8_graph_under_its_own_identity(
         window_overlap=32,
         model_environment=ModelEnvironment(),
     )
-    assert int8.graph == "passage-int8" and int8.info.id == f"{embedder.info.id}+int8-passages"
+    # the vectors' revision is in the identity: the per-call graph's "+int8-passages" vectors
+    # are never reused for the per-row graph's
+    assert int8.graph == "passage-int8"
+    assert int8.info.id == f"{embedder.info.id}+int8-passages-2"
     texts = ["The error code E1234 means the writer lock file is busy.", "Rotate the key."]
     fast, exact = int8.embed_texts(texts)[0], embedder.embed_texts(texts)[0]
     cosines = (fast * exact).sum(axis=1)

@@ -433,7 +433,7 @@ def test_token_vectors_follow_chunks_into_every_streamed_segment(tmp_path, ws, e
     report = run(data, make_config(ws, segment_chunks=BOUND, late_interaction=True), embedder)
     assert report.segments_written >= 4 and all(token_files(data))
     assert report.sources[0].chunks_reused == 1  # the copy, tokens carried from its twin
-    assert load_current(data).format_minor == 3  # 1.3; token files are optional in it
+    assert load_current(data).format_minor == 4  # 1.4; token files are optional in it
     assert_consistent(data, ws)
 
 

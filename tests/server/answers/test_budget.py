@@ -40,9 +40,12 @@ def hit(text: str, n: int = 0) -> Hit:
 
 
 def within_budget(result: SearchResult, max_chars: int) -> SearchResult:
-    """The budget alone: no widening (which would read pages), each hit a page of its own."""
+    """The budget alone: no widening and no copies (which would read pages), each hit a page
+    of its own."""
     no_index = cast(VersionReader, None)
-    return with_context(no_index, result, len(result.results), max_chars, 0, page_hits=0)
+    return with_context(
+        no_index, result, len(result.results), max_chars, 0, page_hits=0, copies=False
+    )
 
 
 def answer(*texts: str) -> SearchResult:

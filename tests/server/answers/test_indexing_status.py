@@ -114,3 +114,52 @@ def test_a_keywords_version_says_how_far_its_vectors_are(tmp_path, docs_ws, embe
     assert docs.health()[1]["status"] == "ok"
     assert docs.search("marker2").results[0].match != "keywords"
     docs.holder.stop()
+
+
+class HeldAtFirstVersion:
+    """A run's clock: one second a read, until the run has published a version; then held
+    until `go` is set (the run waits in the middle of its reading)."""
+
+    def __init__(self, data: DataDir) -> None:
+        self.data = data
+        self.ticks = 0
+        self.reached, self.go = threading.Event(), threading.Event()
+
+    def __call__(self) -> float:
+        if self.data.current.is_file() and not self.go.is_set():
+            self.reached.set()
+            assert self.go.wait(60)
+        self.ticks += 1
+        return float(self.ticks)
+
+
+def test_a_source_published_while_read_says_what_its_hits_cover(tmp_path, embedder):
+    pages = {
+        f"pages/{n:02d}.md": f"# Page {n}\n\nThe quokka note {n} (marker{n}).\n" for n in range(40)
+    }
+    data = DataDir(tmp_path / "data")
+    config = configure(
+        data, ("docs", pushed_workspace(tmp_path / "docs", pages)), partial_every_s=20
+    )
+    clock = HeldAtFirstVersion(data)
+    run = threading.Thread(
+        target=index_sources, args=(data, config), kwargs={"embedder": embedder, "clock": clock}
+    )
+    run.start()
+    try:
+        assert clock.reached.wait(60)
+        docs = opened(data, embedder)
+        covered = "source docs is being indexed: 10 of 40 pages read; results cover those"
+        found = docs.search("marker3")
+        assert found.results[0].path == "pages/03.md" and found.note == covered
+        [listed] = docs.list_sources().sources
+        assert listed.indexed and listed.files == 10 and listed.note.startswith(covered)
+        code, body = docs.health()
+        assert (code, body["status"]) == (200, "indexing") and covered in body["status_detail"]
+    finally:
+        clock.go.set()
+        run.join()
+    docs.holder.refresh()
+    assert docs.search("marker3").note == ""
+    assert docs.list_sources().sources[0].files == 40
+    docs.holder.stop()

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from docdex.index_format.layout import DataDir
 from docdex.server.engine import Engine, EngineSettings
 
-from fixtures import index_workspace, pushed_workspace
+from fixtures import indexed_engine
 
 OPTIONS = "\n".join(
     f"| `cache.{name}` | int | {meaning} |"
@@ -51,12 +50,8 @@ DEFINED_IN = {  # query -> where it is defined (heading text of the hit)
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory, embedder):
-    root = tmp_path_factory.mktemp("definitions")
-    data = DataDir(root / "data")
-    index_workspace(data, pushed_workspace(root / "docs", PAGES), embedder)
-    opened = Engine.open(data, embedder)
-    yield opened
-    opened.close()
+    with indexed_engine(tmp_path_factory.mktemp("definitions"), PAGES, embedder) as opened:
+        yield opened
 
 
 def _first(engine: Engine, query: str, **settings) -> tuple[str, str]:

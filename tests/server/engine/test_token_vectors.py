@@ -46,7 +46,7 @@ def test_first_index_writes_token_vectors_and_maxsim_serves(tmp_path, ws, embedd
     assert report.published
     assert token_files(data) == [True]
     manifest = load_current(data)
-    assert manifest.format_minor == 3  # 1.3 (keywords-only segments); token files are 1.1
+    assert manifest.format_minor == 4  # 1.4 (entries published while read); token files 1.1
     ref = manifest.segments[0]
     arrays = load_token_vectors(data.segment(ref.id), ref.chunks)
     assert arrays is not None and len(arrays.vectors) > 0
@@ -114,7 +114,7 @@ def test_off_by_default_writes_no_token_vectors(tmp_path, ws, embedder):
     run(data, make_config(ws), embedder)
     assert token_files(data) == [False]
     manifest = load_current(data)
-    assert manifest.format_minor == 3  # every new manifest is 1.3 (checksums since 1.2)
+    assert manifest.format_minor == 4  # every new manifest is 1.4 (checksums since 1.2)
     assert not any((data.segment(manifest.segments[0].id) / f).exists() for f in TOKEN_FILES)
     engine = Engine.open(data, embedder)
     assert engine.models.reranker_name() == "none"
