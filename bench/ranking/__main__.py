@@ -12,6 +12,8 @@ COMMANDS = {  # command -> what it does; its module is the command, "-" written 
     "sweep": "sweep the adaptive fusion's dense trust over the answerable sets",
     "loco": "choose ranking settings by corpora held out of the choice (leave one out)",
     "answers-alone": "how often a top-3 hit holds the whole judged section, and its size",
+    "ceiling": "how often each ranking's top 3 holds it, and a reranker's reach",
+    "margins": "each set's margin to its floor, with a paired bootstrap interval",
     "side-by-side": "every query set scored by `docdex eval --baselines`, as one table",
     "embedder-pairs": "two embedders' indexes compared query by query, with the pooled test",
     "stability": "whether a source's ranking holds when other sources join its index",

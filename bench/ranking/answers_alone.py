@@ -38,7 +38,7 @@ from docdex.model.model_environment import ModelEnvironment
 from docdex.model.protocol import TextEmbedder
 from docdex.server.answers.budget import DEFAULT_MAX_CHARS
 from docdex.server.answers.widening import CONTEXT_CHARS, PAGE_HITS, search_with_context
-from docdex.server.engine import Engine, Hit, VersionReader
+from docdex.server.engine import DEFAULT_SETTINGS, Engine, EngineSettings, Hit, VersionReader
 
 from .check import HERE, SETS
 from .report import parse_index
@@ -181,6 +181,12 @@ def query_model(data: DataDir) -> TextEmbedder:
     return query_embedder(load_current(data).embedder, 0, ModelEnvironment())
 
 
+def open_engine(data: Path, settings: EngineSettings = DEFAULT_SETTINGS) -> Engine:
+    """An engine over the current version of the data directory `data`, searching with the
+    query model that version was built with."""
+    return Engine.open(DataDir(data), query_model(DataDir(data)), settings=settings)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.ranking.answers_alone")
     parser.add_argument("--index", action="append", default=[], metavar="CORPUS=DIR[:SOURCE]")
@@ -219,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
     ]
     for corpus, (data, source) in parse_index(args.index).items():
-        engine = Engine.open(DataDir(data), query_model(DataDir(data)))
+        engine = open_engine(data)
         for name, of in SETS.items():
             if of == corpus and name.endswith("handwritten.jsonl"):
                 rows += [measure(engine, HERE / name, source, v) for v in variants]

@@ -33,13 +33,16 @@ def bm25_top(ctx: QueryContext) -> list[Scored]:
     if query is None:
         return []
     searcher = ctx.version.searcher
-    out = []
+    found = []
     for score, address in searcher.search(query, settings.retrieve_k, count=False).hits:
         chunk_id = searcher.doc(address)["chunk_id"][0]
         key = ctx.version.locate(chunk_id)
         if key is not None:
-            out.append((key, float(score)))
-    return out
+            found.append((float(score), chunk_id, key))
+    # Tantivy orders equal scores by where the chunks sit in its segments, which another
+    # source's pages or a run that commits as it reads move: equal scores go by chunk id
+    found.sort(key=lambda item: (-item[0], item[1]))
+    return [(key, score) for score, _, key in found]
 
 
 def bm25_query(

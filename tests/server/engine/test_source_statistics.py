@@ -66,3 +66,32 @@ def test_adding_an_unrelated_source_leaves_a_sources_hit_order(before_and_after,
 def test_the_rare_word_of_the_source_leads_its_bm25_list(before_and_after):
     alone, beside_other = before_and_after[Fusion.BM25]
     assert alone[0].startswith("docs:queue.md") and beside_other[0].startswith("docs:queue.md")
+
+
+TIED = "# Note\n\nThe gamma setting keeps the delta cache warm between runs.\n"
+
+
+def _tied_order(root, first: str, second: str, embedder) -> list[str]:
+    """Two pages of the same text, `first` indexed in one run and `second` in the next (so
+    in another Tantivy segment): their BM25 order."""
+    ws = pushed_workspace(root / "docs", {first: TIED})
+    data = DataDir(root / "data")
+    data.ensure()
+    source = SourceConfig(name="docs", location=str(ws.bare))
+    _index(data, [source], embedder)
+    ws.write(second, TIED)
+    ws.commit_and_push("the same text again")
+    _index(data, [source], embedder)
+    engine = Engine.open(data, embedder, settings=EngineSettings(fusion=Fusion.BM25))
+    try:
+        hits = engine.search("gamma delta", 5, engine.scope(source="docs")).results
+        assert len(hits) == 2 and hits[0].score == hits[1].score
+        return [hit.path for hit in hits]
+    finally:
+        engine.close()
+
+
+def test_equal_bm25_scores_come_in_chunk_order_whichever_segment_holds_them(tmp_path, embedder):
+    earlier_first = _tied_order(tmp_path / "one", "a.md", "b.md", embedder)
+    later_first = _tied_order(tmp_path / "two", "b.md", "a.md", embedder)
+    assert earlier_first == later_first == ["a.md", "b.md"]
