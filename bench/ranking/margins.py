@@ -87,9 +87,15 @@ def measure(engine: Engine, name: str, retrieved: list[Retrieved], resamples: in
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.ranking.margins")
     parser.add_argument("--index", action="append", default=[], metavar="CORPUS=DIR[:SOURCE]")
-    parser.add_argument("--resamples", type=int, default=RESAMPLES)
     parser.add_argument(
-        "--skip-class", action="append", default=[], metavar="CLASS", help="as loco's"
+        "--resamples", type=int, default=RESAMPLES, help="bootstrap resamples of each set"
+    )
+    parser.add_argument(
+        "--skip-class",
+        action="append",
+        default=[],
+        metavar="CLASS",
+        help="leave this class's queries out (as loco's: the tables use --skip-class literal)",
     )
     args = parser.parse_args(argv)
     rows = [
