@@ -10,7 +10,6 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -19,6 +18,8 @@ from markdown_it.rules_block import StateBlock
 from markdown_it.token import Token
 
 from docdex.markdown.deep_blocks import DeepBlocksAsText
+
+from .pieces import line_offsets
 
 # What a line must start with (after its indentation) for each of these block rules to
 # match it. markdown-it asks every rule in turn at each line, and each paragraph line asks
@@ -100,11 +101,6 @@ def alnum_count(text: str, stop_at: int = -1) -> int:
     return count
 
 
-def _offsets(lines: list[str]) -> list[int]:
-    """Where each line starts in the lines joined by newlines (one extra entry at the end)."""
-    return list(accumulate([len(line) + 1 for line in lines], initial=0))
-
-
 def _closing_indexes(tokens: list[Token]) -> list[int]:
     """For each opening token, the index of its closing token (others map to themselves)."""
     closing = list(range(len(tokens)))
@@ -122,7 +118,7 @@ class Lines:
 
     def __init__(self, lines: list[str]):
         self.lines = lines
-        self.size_offsets = _offsets(lines)
+        self.size_offsets = line_offsets(lines)
         self._alnum: dict[tuple[int, int], int] = {}
 
     def size(self, start: int, end: int) -> int:
@@ -154,7 +150,7 @@ class PageText(Lines):
         super().__init__(lines)
         self.source_lines = source_lines
         self.source = "\n".join(source_lines)
-        self.line_offsets = _offsets(source_lines)
+        self.line_offsets = line_offsets(source_lines)
 
 
 class Page(Lines):

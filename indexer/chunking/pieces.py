@@ -27,12 +27,17 @@ _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _RAW_OPEN = re.compile(r" {0,3}<(?:(script|pre|style|textarea)(?=[\s>]|$)|(!--))", re.IGNORECASE)
 
 
+def line_offsets(lines: list[str]) -> list[int]:
+    """Where each line starts in the lines joined by newlines (one extra entry at the end)."""
+    return list(accumulate([len(line) + 1 for line in lines], initial=0))
+
+
 def piece_bounds(lines: list[str], piece_chars: int = PIECE_CHARS) -> list[tuple[int, int]]:
     """(first line, line after the last) of each piece of `lines`, 0-based, in order,
     covering them all; one piece when they fit in `piece_chars`."""
     if sum(map(len, lines)) + len(lines) <= piece_chars:  # with a newline after each line
         return [(0, len(lines))]
-    offsets = list(accumulate([len(line) + 1 for line in lines], initial=0))
+    offsets = line_offsets(lines)
     bounds: list[tuple[int, int]] = []
     start = 0
     # the last boundaries seen: a section's, a block's, a heading's with no blank line

@@ -461,12 +461,7 @@ def _with_coverage(
     data: DataDir, index: VersionReader, scope: Scope, result: SearchResult
 ) -> SearchResult:
     """A search over an entry published while it was read says what its hits cover."""
-
-    def searched(key: str) -> bool:
-        visible = scope.visible is None or key in scope.visible
-        return visible and (not scope.entries or key in scope.entries)
-
-    notes = partial_notes(data, index.manifest, searched)
+    notes = partial_notes(data, index.manifest, scope.reads)
     return msgspec.structs.replace(result, note="; ".join(notes.values())) if notes else result
 
 

@@ -32,6 +32,12 @@ class Scope(msgspec.Struct, frozen=True):
     def everything(self) -> bool:
         return not self.entries and not self.path_prefix and self.pages is None
 
+    def reads(self, key: str) -> bool:
+        """Whether the search reads the entry `key`: one of `entries` (any, when empty) that
+        the caller may see."""
+        searched = not self.entries or key in self.entries
+        return searched and (self.visible is None or key in self.visible)
+
     def admits(self, page: ServedPage) -> bool:
         return (
             (not self.entries or page.source in self.entries)
